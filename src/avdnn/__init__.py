@@ -1,0 +1,51 @@
+"""avdnn: FFmpeg's DNN video filters, in Python, done right.
+
+``avdnn.run(input, "scale=320:-2,format=rgb24")`` iterates the frames leaving a chain;
+with ``output=`` it writes them and returns the frame accounting. Heavy runtimes
+(onnxruntime, openvino, torch, tensorflow) are imported only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+from .api import FrameStream, run
+from .errors import (
+    AvdnnError,
+    BackendUnavailableError,
+    ExternalError,
+    FilterNotFoundError,
+    InvalidArgumentError,
+    InvalidDataError,
+    IOFailureError,
+    NotFoundError,
+    NotSupportedError,
+    OptionNotFoundError,
+    OutOfMemoryError,
+    OutOfRangeError,
+    PermissionDeniedError,
+)
+from .graph.stats import RunStats
+from .media.frame import Frame, SideData
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AvdnnError",
+    "BackendUnavailableError",
+    "ExternalError",
+    "FilterNotFoundError",
+    "Frame",
+    "FrameStream",
+    "IOFailureError",
+    "InvalidArgumentError",
+    "InvalidDataError",
+    "NotFoundError",
+    "NotSupportedError",
+    "OptionNotFoundError",
+    "OutOfMemoryError",
+    "OutOfRangeError",
+    "PermissionDeniedError",
+    "RunStats",
+    "SideData",
+    "__version__",
+    "run",
+]

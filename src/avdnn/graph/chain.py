@@ -1,0 +1,78 @@
+"""From a filter string to stages: avdnn filters and libavfilter segments.
+
+The parsed chain is split into runs: an avdnn filter is one stage; consecutive filters that
+avdnn does not implement become one :class:`LavfiSegment`. Every filter is checked while
+the chain is built (unknown filter, unknown option, bad value), before any frame is read,
+so errors name the filter and option and suggest the closest valid names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+from typing import Any, Protocol
+
+from ..errors import AvdnnError
+from ..filters.base import Filter
+from ..filters.options import bind_options
+from ..filters.registry import get_filter, is_avdnn_filter, list_filters
+from ..media.frame import Frame
+from .lavfi import LavfiSegment, check_lavfi_filter
+from .parse import FilterSpec, parse_chain, split_options
+
+
+class Stage(Protocol):
+    """What the pipeline drives: an avdnn Filter or a LavfiSegment."""
+
+    label: str
+    failed: dict[str, int]
+
+    def push(self, frame: Frame) -> Iterable[Frame]: ...
+    def flush(self) -> Iterable[Frame]: ...
+    def close(self) -> None: ...
+
+
+def make_filter(spec: FilterSpec) -> Filter:
+    """Instantiate an avdnn filter from its parsed spec (options bound and checked)."""
+    cls = get_filter(spec.name)
+    items = split_options(spec.args) if spec.args else []
+    values = bind_options(cls.options, items, filter_name=spec.label)
+    try:
+        return cls(values, label=spec.label)
+    except AvdnnError as exc:
+        raise exc.with_context(filter=spec.label)
+
+
+def build_stages(chain: str | Sequence[FilterSpec], *, tail: Sequence[FilterSpec] = ()) -> list[Any]:
+    """Stages for ``chain``; ``tail`` are lavfi filters the output needs (format=...)."""
+    specs = parse_chain(chain) if isinstance(chain, str) else list(chain)
+    specs += list(tail)
+    avdnn_names = list_filters()
+    stages: list[Any] = []
+    run: list[FilterSpec] = []
+    try:
+        for spec in specs:
+            if is_avdnn_filter(spec.name):
+                if run:
+                    stages.append(LavfiSegment(run))
+                    run = []
+                stages.append(make_filter(spec))
+            else:
+                check_lavfi_filter(spec, avdnn_names)
+                run.append(spec)
+        if run:
+            stages.append(LavfiSegment(run))
+    except BaseException:
+        for stage in stages:
+            stage.close()
+        raise
+    return stages
+
+
+def stage_out_rate(stage: Any, in_rate: Fraction | None) -> Fraction | None:
+    """The frame rate leaving ``stage`` given the rate entering it."""
+    if isinstance(stage, LavfiSegment):
+        stage.in_rate = in_rate
+        return stage.out_rate if stage.configured else in_rate
+    fn = getattr(stage, "output_rate", None)
+    return fn(in_rate) if fn else in_rate

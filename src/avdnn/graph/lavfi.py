@@ -1,0 +1,163 @@
+"""A run of consecutive libavfilter filters, executed by PyAV's filter graph.
+
+Every filter avdnn does not implement itself goes here, so all of FFmpeg's video filters
+work in the same chain as avdnn's. Consecutive ones share one graph (one buffer source,
+one buffersink), which is what ffmpeg builds too. The graph is configured from the first
+frame, as ffmpeg's is, and rebuilt when the frame size or format changes mid-stream.
+Side data rides through on the AVFrame's opaque_ref, which libavfilter copies with the
+frame properties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from ..errors import AvdnnError, FilterNotFoundError, OptionNotFoundError, from_av_error
+from ..filters.options import did_you_mean
+from ..media.frame import Frame
+from .parse import FilterSpec, format_chain, split_options
+
+
+def lavfi_filter_names() -> set[str]:
+    import av
+
+    return set(av.filter.filters_available)
+
+
+def check_lavfi_filter(spec: FilterSpec, avdnn_names: Sequence[str]) -> None:
+    """Fail early, naming the filter and option, when libavfilter would refuse ``spec``."""
+    import av
+
+    names = lavfi_filter_names()
+    if spec.name not in names:
+        raise FilterNotFoundError(
+            f"No such filter: '{spec.name}'{did_you_mean(spec.name, [*names, *avdnn_names])}",
+            filter=spec.label,
+        )
+    graph = av.filter.Graph()
+    try:
+        graph.add(spec.name, spec.args, name=spec.label) if spec.args is not None else graph.add(spec.name)
+    except av.FFmpegError as exc:
+        err = from_av_error(exc, filter=spec.label)
+        if isinstance(err, OptionNotFoundError):
+            raise _name_bad_option(spec, err) from exc
+        raise err from exc
+
+
+def _name_bad_option(spec: FilterSpec, err: AvdnnError) -> AvdnnError:
+    try:
+        from ..media.libav import filter_option_names
+
+        valid = filter_option_names(spec.name) or []
+    except Exception:  # noqa: BLE001 - introspection is a nicety; keep the real error
+        valid = []
+    keys = [k for k, _ in split_options(spec.args or "") if k is not None]
+    for key in keys:
+        if valid and key not in valid:
+            return OptionNotFoundError(
+                f"Option '{key}' not found{did_you_mean(key, valid)}", filter=spec.label, option=key,
+            )
+    return err
+
+
+class LavfiSegment:
+    """Consecutive libavfilter filters as one avdnn stage."""
+
+    def __init__(self, specs: Sequence[FilterSpec]) -> None:
+        self.specs = list(specs)
+        self.label = ",".join(s.label for s in self.specs)
+        self.text = format_chain(self.specs)
+        self._graph: Any = None
+        self._key: tuple[Any, ...] | None = None
+        self.in_rate: Fraction | None = None
+        self.out_rate: Fraction | None = None
+        self.out_sar: Fraction | None = None
+        self.failed: dict[str, int] = {}
+        self.configured = False
+
+    def _build(self, frame: Frame) -> None:
+        import av
+
+        tb = frame.time_base or Fraction(1, 25)
+        sar = frame.sample_aspect_ratio or Fraction(0, 1)
+        args = (f"video_size={frame.width}x{frame.height}:pix_fmt={frame.format}"
+                f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={sar.numerator}/{sar.denominator}")
+        if self.in_rate:
+            args += f":frame_rate={self.in_rate.numerator}/{self.in_rate.denominator}"
+        graph = av.filter.Graph()
+        try:
+            nodes = [graph.add("buffer", args)]
+            for spec in self.specs:
+                if spec.args is None:
+                    nodes.append(graph.add(spec.name, name=spec.label))
+                else:
+                    nodes.append(graph.add(spec.name, spec.args, name=spec.label))
+            nodes.append(graph.add("buffersink"))
+            graph.link_nodes(*nodes)
+            graph.configure()
+        except av.FFmpegError as exc:
+            raise from_av_error(exc, filter=self.label).with_context(pts=frame.pts) from exc
+        self._graph = graph
+        self._key = (frame.width, frame.height, frame.format)
+        self._probe(frame, tb, sar)
+        self.configured = True
+
+    def _probe(self, frame: Frame, tb: Fraction, sar: Fraction) -> None:
+        """Output frame rate and aspect ratio of the graph, which PyAV does not report."""
+        self.out_rate, self.out_sar = self.in_rate, frame.sample_aspect_ratio
+        try:
+            from ..media.libav import probe_chain
+
+            info = probe_chain(self.text, width=frame.width, height=frame.height, pix_fmt=frame.format,
+                               time_base=tb, frame_rate=self.in_rate, sar=sar)
+        except Exception:  # noqa: BLE001 - keep the input's values when probing is impossible
+            return
+        self.out_rate = info.frame_rate
+        self.out_sar = info.sar if info.sar else None
+
+    def push(self, frame: Frame) -> list[Frame]:
+        out: list[Frame] = []
+        if self._graph is not None and self._key != (frame.width, frame.height, frame.format):
+            out += self.flush()  # ffmpeg reinitialises the graph when the input changes
+            self._graph = None
+        if self._graph is None:
+            self._build(frame)
+        self._push(frame.to_av(), frame.pts)
+        out += self._drain()
+        return out
+
+    def _push(self, av_frame: Any, pts: int | None) -> None:
+        import av
+
+        try:
+            self._graph.push(av_frame)
+        except av.FFmpegError as exc:
+            raise from_av_error(exc, filter=self.label, pts=pts) from exc
+
+    def _drain(self) -> list[Frame]:
+        import av
+
+        out = []
+        while True:
+            try:
+                av_frame = self._graph.vpull()
+            except (av.BlockingIOError, av.EOFError):
+                return out
+            except av.FFmpegError as exc:
+                raise from_av_error(exc, filter=self.label) from exc
+            frame = Frame.from_av(av_frame)
+            frame.sample_aspect_ratio = self.out_sar
+            out.append(frame)
+
+    def flush(self) -> list[Frame]:
+        if self._graph is None:
+            return []
+        self._push(None, None)
+        out = self._drain()
+        self._graph = None
+        return out
+
+    def close(self) -> None:
+        self._graph = None

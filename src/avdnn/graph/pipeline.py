@@ -1,0 +1,170 @@
+"""The scheduler: source -> stages -> sink, with EOF, errors and frame accounting.
+
+Frames flow by pull: each stage is a generator over the one before it, so a frame goes
+through the whole chain before the next is decoded, and an async DNN stage keeps its own
+``nireq`` requests in flight. End of stream flushes every stage in order. An error raised by
+a stage ends the run *after* every frame it returned before the error has reached the sink;
+the sink is then closed properly (trailer written) and the error is re-raised, never turned
+into a normal EOF. Every stage is closed on every exit path, including an early stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
+from typing import Any
+
+from ..errors import AvdnnError, ExternalError
+from ..media.frame import Frame
+from ..media.sink import Sink
+from ..media.source import Source
+from .chain import build_stages, stage_out_rate
+from .parse import FilterSpec
+from .stats import RunStats, StageStats
+
+ProgressFn = Callable[[RunStats, Frame], None]
+
+
+class Pipeline:
+    """One run of a chain over one source, to a sink or to the caller's loop."""
+
+    def __init__(
+        self,
+        source: Source,
+        chain: str | Sequence[FilterSpec] = "",
+        *,
+        sink: Sink | None = None,
+        max_frames: int | None = None,
+    ) -> None:
+        self.source = source
+        self.sink = sink
+        self.max_frames = max_frames
+        if sink is not None:
+            sink.max_packets = max_frames
+        tail = _output_format_tail(sink)
+        self.stages = build_stages(chain, tail=tail)
+        self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
+        self._in_rate = source.info.frame_rate
+        self._closed = False
+
+    # -- frame flow -----------------------------------------------------------------------
+
+    def _read(self) -> Iterator[Frame]:
+        for frame in self.source:
+            self.stats.frames_read += 1
+            yield frame
+
+    def _stage(self, index: int, upstream: Iterator[Frame]) -> Iterator[Frame]:
+        stage = self.stages[index]
+        st = self.stats.stages[index]
+        first = True
+        for frame in upstream:
+            if first:
+                stage_out_rate(stage, self.rate_into(index))
+                first = False
+            st.frames_in += 1
+            for out in self._guard(stage, st, stage.push, frame):
+                st.frames_out += 1
+                yield out
+        for out in self._guard(stage, st, stage.flush):
+            st.frames_out += 1
+            yield out
+
+    @staticmethod
+    def _guard(stage: Any, st: StageStats, fn: Callable[..., Any], *args: Any) -> list[Frame]:
+        before = sum(stage.failed.values())
+        try:
+            return list(fn(*args))
+        except AvdnnError as exc:
+            exc.with_context(filter=stage.label)
+            st.failed.update(stage.failed)
+            if sum(stage.failed.values()) == before and args:
+                st.failed[exc.message] = st.failed.get(exc.message, 0) + 1
+            raise
+        except MemoryError:
+            raise
+        except Exception as exc:  # a bug or a foreign error escaping a filter: still one line
+            raise ExternalError(f"{type(exc).__name__}: {exc}", filter=stage.label) from exc
+        finally:
+            st.failed.update(stage.failed)
+
+    def rate_into(self, index: int) -> Fraction | None:
+        """Frame rate entering stage ``index`` (stages before it are configured by then)."""
+        rate = self._in_rate
+        for stage in self.stages[:index]:
+            rate = stage_out_rate(stage, rate)
+        return rate
+
+    def frames(self) -> Iterator[Frame]:
+        """The frames leaving the chain, in order; closes everything when exhausted or closed."""
+        it: Iterator[Frame] = self._read()
+        for i in range(len(self.stages)):
+            it = self._stage(i, it)
+        try:
+            yield from it
+        except AvdnnError as exc:
+            self.stats.error = exc
+            raise
+        finally:
+            self.close()
+
+    def run(self, progress: ProgressFn | None = None) -> RunStats:
+        """Run to the sink; returns the stats, or raises the first error after closing cleanly."""
+        assert self.sink is not None, "run() needs a sink; iterate frames() otherwise"
+        sink = self.sink
+        frames = self.frames()
+        try:
+            for frame in frames:
+                sink.write(frame, self.rate_into(len(self.stages)))
+                self.stats.frames_written = sink.frames_written
+                if progress is not None:
+                    progress(self.stats, frame)
+                if self.max_frames is not None and sink.packets_encoded >= self.max_frames:
+                    self.stats.stopped_early = True
+                    break
+        except AvdnnError as exc:
+            self.stats.error = self.stats.error or exc
+            frames.close()
+            sink.abort()
+            self._sync_sink_stats()
+            exc.stats = self.stats
+            raise
+        except BaseException:
+            frames.close()
+            sink.abort()
+            raise
+        frames.close()
+        sink.close()
+        self._sync_sink_stats()
+        return self.stats
+
+    def _sync_sink_stats(self) -> None:
+        if self.sink is not None:
+            self.stats.frames_written = self.sink.frames_written
+            self.stats.sink_dropped = self.sink.frames_dropped
+            self.stats.sink_duplicated = self.sink.frames_duplicated
+
+    def close(self) -> None:
+        """Close every stage and the source; safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        first: BaseException | None = None
+        for stage in self.stages:
+            try:
+                stage.close()
+            except Exception as exc:  # noqa: BLE001 - close all, report the first
+                first = first or exc
+        self.source.close()
+        if first is not None and self.stats.error is None:
+            raise first
+
+
+def _output_format_tail(sink: Sink | None) -> list[FilterSpec]:
+    """The format= filter ffmpeg appends for the encoder's pixel formats."""
+    if sink is None:
+        return []
+    fmts = sink.accepted_pix_fmts()
+    if not fmts:
+        return []
+    return [FilterSpec("format", None, "pix_fmts=" + "|".join(fmts))]

@@ -1,0 +1,101 @@
+"""``-h filter=NAME`` and ``-filters``: one place that renders what filters and options exist.
+
+avdnn filters describe themselves from their declared options; libavfilter filters from
+their AVOptions read through :mod:`avdnn.media.libav`.
+"""
+
+from __future__ import annotations
+
+from .errors import FilterNotFoundError, InvalidArgumentError
+from .filters.options import did_you_mean
+from .filters.registry import get_filter, is_avdnn_filter, list_filters
+
+USAGE = """usage: avdnn [options] [input options] -i INPUT [output options] OUTPUT
+
+Global options:
+  -y / -n                 overwrite / never overwrite the output
+  -hide_banner            do not print the banner
+  -loglevel LEVEL         quiet, panic, fatal, error, warning, info (default), verbose, debug
+  -stats / -nostats       show / hide the progress line (default: shown on a terminal)
+  -h filter=NAME          options of a filter (avdnn's or libavfilter's)
+  -filters                list the filters
+Input options (before -i):
+  -f FMT                  input format, e.g. lavfi for a source graph (-f lavfi -i testsrc)
+  -KEY VALUE              any demuxer option (-framerate 25, -video_size 64x64, ...)
+Output options (before the output path):
+  -vf / -filter:v CHAIN   the filter chain, FFmpeg syntax
+  -frames:v N             stop after N frames
+  -c:v CODEC              encoder (default: the muxer's)
+  -pix_fmt FMT            output pixel format
+  -r RATE                 output frame rate
+  -f FMT                  output format: mp4, matroska, md5, framemd5, rawvideo, null, image2...
+  -fps_mode MODE          auto, passthrough, cfr, vfr
+  -fflags +bitexact       no version strings in the output
+  OUTPUT                  a path, or - for stdout
+"""
+
+
+def help_text(topic: str) -> str:
+    """Text for ``-h`` and ``-h filter=NAME``."""
+    if not topic:
+        return USAGE
+    kind, _, name = topic.partition("=")
+    if kind != "filter" or not name:
+        raise InvalidArgumentError(f"Unknown help topic '{topic}'; try -h filter=NAME")
+    if is_avdnn_filter(name):
+        return _avdnn_filter_help(name)
+    return _lavfi_filter_help(name)
+
+
+def _avdnn_filter_help(name: str) -> str:
+    cls = get_filter(name)
+    lines = [f"Filter {name} (avdnn)", f"  {cls.description}"]
+    if cls.pix_fmts:
+        lines.append(f"  Pixel formats: {' '.join(cls.pix_fmts)}")
+    extra = getattr(cls, "help_extra", None)
+    if callable(extra):
+        lines.append(extra())
+    groups: dict[str, list[str]] = {}
+    for opt in cls.options:
+        groups.setdefault(opt.group or f"{name} AVOptions", []).append(opt.describe())
+    for group, rows in groups.items():
+        lines.append(f"{group}:" if group.endswith("AVOptions") else f"{group} AVOptions:")
+        lines += rows
+    return "\n".join(lines) + "\n"
+
+
+def _lavfi_filter_help(name: str) -> str:
+    from .media import libav
+
+    info = libav.filter_info(name)
+    if info is None:
+        raise FilterNotFoundError(f"Unknown filter '{name}'{did_you_mean(name, _all_names())}")
+    lines = [f"Filter {name} (libavfilter)", f"  {info.description or ''}"]
+    opts = libav.filter_options(name) or []
+    if opts:
+        lines.append(f"{name} AVOptions:")
+    for o in opts:
+        if o.type == "const":
+            lines.append(f"     {o.name:<22}{'':<12}{o.help}")
+            continue
+        default = "" if o.default is None else f" (default {o.default})"
+        lines.append(f"  {o.name:<24}<{o.type}>{'':<4}{o.help}{default}")
+    return "\n".join(lines) + "\n"
+
+
+def _all_names() -> list[str]:
+    import av.filter
+
+    return sorted(set(av.filter.filters_available) | set(list_filters()))
+
+
+def filters_text() -> str:
+    """``-filters``: avdnn's filters first, then every libavfilter video filter PyAV has."""
+    import av.filter
+
+    lines = ["Filters (A = avdnn, L = libavfilter):"]
+    for name in list_filters():
+        lines.append(f" A {name:<20} {get_filter(name).description}")
+    for name in sorted(set(av.filter.filters_available) - set(list_filters())):
+        lines.append(f" L {name}")
+    return "\n".join(lines) + "\n"

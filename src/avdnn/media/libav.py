@@ -1,0 +1,340 @@
+"""ctypes access to the two libavfilter facts PyAV does not expose.
+
+* :func:`probe_chain` configures a throwaway ``buffer -> chain -> buffersink`` graph and
+  reads what the sink negotiated (size, pixel format, time base, *frame rate*, SAR). The
+  ffmpeg CLI derives the encoder time base from the chain's output frame rate
+  (``fps=10`` -> 1/10); PyAV's graph API cannot tell us that.
+* :func:`filter_options` and friends walk a filter's ``priv_class`` AVOptions (names,
+  types, defaults, ranges, named constants) for ``-h filter=NAME`` and "did you mean".
+
+The libraries are the very ones PyAV loaded (``av.libs`` next to the ``av`` package, or
+whatever ``/proc/self/maps`` shows), so versions and struct layouts always agree. Layouts
+are those of libavutil 60 / libavfilter 11 (FFmpeg 8); the leading fields used here have
+been stable since libavutil 59 / libavfilter 10. No global mutable state besides the
+library handles, which are loaded once under a lock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import re
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+
+from avdnn import errors
+
+__all__ = [
+    "ChainInfo", "FilterInfo", "OptionInfo", "filter_description", "filter_info",
+    "filter_is_source", "filter_option_names", "filter_options", "option_consts", "probe_chain",
+]
+
+_P = ctypes.c_void_p
+
+
+class _Rational(ctypes.Structure):
+    _fields_ = [("num", ctypes.c_int), ("den", ctypes.c_int)]
+
+
+class _AVOption(ctypes.Structure):  # libavutil/opt.h
+    _fields_ = [
+        ("name", ctypes.c_char_p), ("help", ctypes.c_char_p),
+        ("offset", ctypes.c_int), ("type", ctypes.c_int),
+        ("default_val", ctypes.c_int64),  # union {i64; dbl; str; q; arr}: reinterpreted below
+        ("min", ctypes.c_double), ("max", ctypes.c_double),
+        ("flags", ctypes.c_int), ("unit", ctypes.c_char_p),
+    ]
+
+
+class _AVFilter(ctypes.Structure):  # libavfilter/avfilter.h, public head only
+    _fields_ = [
+        ("name", ctypes.c_char_p), ("description", ctypes.c_char_p),
+        ("inputs", _P), ("outputs", _P), ("priv_class", _P), ("flags", ctypes.c_int),
+    ]
+
+
+_OPT_TYPES = {  # enum AVOptionType, libavutil >= 59 (starts at 1)
+    1: "flags", 2: "int", 3: "int64", 4: "double", 5: "float", 6: "string", 7: "rational",
+    8: "binary", 9: "dict", 10: "uint64", 11: "const", 12: "image_size", 13: "pixel_fmt",
+    14: "sample_fmt", 15: "video_rate", 16: "duration", 17: "color", 18: "bool",
+    19: "chlayout", 20: "uint",
+}
+_OPT_FLAG_ARRAY = 1 << 16
+_DBL_TYPES = {"double", "float", "rational"}
+_STR_TYPES = {"string", "binary", "dict", "image_size", "video_rate", "color", "chlayout"}
+AVFILTER_FLAG_DYNAMIC_INPUTS = 1 << 0
+AVFILTER_FLAG_DYNAMIC_OUTPUTS = 1 << 1
+AVFILTER_FLAG_SUPPORT_TIMELINE = (1 << 16) | (1 << 17)
+_SINK = "buffersink@avdnn_out"
+
+_lock = threading.Lock()
+_libs: tuple[ctypes.CDLL, ctypes.CDLL] | None = None
+
+
+def _find(stem: str) -> str:
+    import av  # noqa: F401 - makes PyAV load its FFmpeg first
+
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(av.__file__)))
+    for pattern in (f"av.libs/lib{stem}-*.so*", f"av/.dylibs/lib{stem}*.dylib", f"av.libs/{stem}-*.dll"):
+        hits = sorted(glob.glob(os.path.join(pkg, pattern)))
+        if hits:
+            return hits[0]
+    try:  # PyAV built against shared system FFmpeg: use what the process mapped
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                path = line.split()[-1]
+                if re.search(rf"/lib{stem}(-[^/]*)?\.so", path):
+                    return path
+    except OSError:
+        pass
+    raise errors.BackendUnavailableError(f"cannot locate the lib{stem} that PyAV loaded")
+
+
+def _fn(lib: ctypes.CDLL, name: str, restype: object, *argtypes: object) -> None:
+    f = getattr(lib, name)
+    f.restype, f.argtypes = restype, list(argtypes)
+
+
+def _load() -> tuple[ctypes.CDLL, ctypes.CDLL]:
+    global _libs
+    with _lock:
+        if _libs is None:
+            avu, avf = ctypes.CDLL(_find("avutil")), ctypes.CDLL(_find("avfilter"))
+            c_int, c_char_p = ctypes.c_int, ctypes.c_char_p
+            _fn(avu, "av_strerror", c_int, c_int, c_char_p, ctypes.c_size_t)
+            _fn(avu, "av_get_pix_fmt_name", c_char_p, c_int)
+            _fn(avu, "av_opt_next", ctypes.POINTER(_AVOption), _P, ctypes.POINTER(_AVOption))
+            _fn(avu, "av_opt_child_class_iterate", _P, _P, ctypes.POINTER(_P))
+            _fn(avu, "av_opt_set_int", c_int, _P, c_char_p, ctypes.c_int64, c_int)
+            _fn(avf, "avfilter_get_by_name", ctypes.POINTER(_AVFilter), c_char_p)
+            _fn(avf, "avfilter_filter_pad_count", ctypes.c_uint, ctypes.POINTER(_AVFilter), c_int)
+            _fn(avf, "avfilter_graph_alloc", _P)
+            _fn(avf, "avfilter_graph_free", None, ctypes.POINTER(_P))
+            _fn(avf, "avfilter_graph_parse_ptr", c_int, _P, c_char_p, _P, _P, _P)
+            _fn(avf, "avfilter_graph_config", c_int, _P, _P)
+            _fn(avf, "avfilter_graph_get_filter", _P, _P, c_char_p)
+            for getter in ("w", "h", "format"):
+                _fn(avf, f"av_buffersink_get_{getter}", c_int, _P)
+            for getter in ("time_base", "frame_rate", "sample_aspect_ratio"):
+                _fn(avf, f"av_buffersink_get_{getter}", _Rational, _P)
+            _libs = (avu, avf)
+        return _libs
+
+
+def _strerror(avu: ctypes.CDLL, code: int) -> str:
+    buf = ctypes.create_string_buffer(256)
+    if avu.av_strerror(code, buf, len(buf)) < 0:
+        return errors.av_err2str(code)
+    return buf.value.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class ChainInfo:
+    """What a buffersink at the end of a chain negotiated."""
+
+    width: int
+    height: int
+    pix_fmt: str
+    time_base: Fraction
+    frame_rate: Fraction | None
+    sar: Fraction
+
+
+def _q(r: _Rational) -> Fraction | None:
+    return Fraction(r.num, r.den) if r.num and r.den else None
+
+
+def probe_chain(
+    chain: str, *, width: int, height: int, pix_fmt: str, time_base: Fraction,
+    frame_rate: Fraction | None = None, sar: Fraction | None = None,
+) -> ChainInfo:
+    """Configure ``buffer,<chain>,buffersink`` for the given input and report the sink side.
+
+    ``chain`` is FFmpeg filtergraph text (already escaped); ``""`` probes buffer->buffersink.
+    Raises the :mod:`avdnn.errors` leaf for the libavfilter error code.
+    """
+    if width <= 0 or height <= 0 or time_base <= 0 or not re.fullmatch(r"\w+", pix_fmt):
+        raise errors.InvalidArgumentError(
+            f"invalid probe input: {width}x{height} {pix_fmt!r} time_base {time_base}")
+    tb, s = Fraction(time_base), Fraction(sar) if sar else Fraction(0, 1)
+    src = (f"buffer=video_size={width}x{height}:pix_fmt={pix_fmt}"
+           f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={s.numerator}/{s.denominator}")
+    if frame_rate:
+        fr = Fraction(frame_rate)
+        src += f":frame_rate={fr.numerator}/{fr.denominator}"
+    text = ",".join(part for part in (src, chain, _SINK) if part)
+    avu, avf = _load()
+    graph = _P(avf.avfilter_graph_alloc())
+    if not graph:
+        raise errors.OutOfMemoryError("cannot allocate a filter graph")
+    try:
+        avu.av_opt_set_int(graph, b"threads", 1, 0)  # no worker pool for a throwaway graph
+        ret = avf.avfilter_graph_parse_ptr(graph, text.encode(), None, None, None)
+        if ret >= 0:
+            ret = avf.avfilter_graph_config(graph, None)
+        if ret < 0:
+            raise errors.from_code(ret, f"cannot configure filter chain {chain!r} on "
+                                        f"{width}x{height} {pix_fmt}: {_strerror(avu, ret)}")
+        sink = avf.avfilter_graph_get_filter(graph, _SINK.encode())
+        if not sink:
+            raise errors.from_code(errors.AVERROR_BUG, f"probe graph has no {_SINK}")
+        fmt = avu.av_get_pix_fmt_name(avf.av_buffersink_get_format(sink))
+        return ChainInfo(
+            width=avf.av_buffersink_get_w(sink),
+            height=avf.av_buffersink_get_h(sink),
+            pix_fmt=fmt.decode() if fmt else "none",
+            time_base=_q(avf.av_buffersink_get_time_base(sink)) or Fraction(0, 1),
+            frame_rate=_q(avf.av_buffersink_get_frame_rate(sink)),
+            sar=_q(avf.av_buffersink_get_sample_aspect_ratio(sink)) or Fraction(0, 1),
+        )
+    finally:
+        avf.avfilter_graph_free(ctypes.byref(graph))
+
+
+@dataclass(frozen=True)
+class OptionInfo:
+    """One AVOption of a filter's private class (``type == "const"`` for named values)."""
+
+    name: str
+    help: str | None
+    type: str
+    default: str | float | int | None
+    min: float
+    max: float
+    unit: str | None
+    flags: int = 0
+    array: bool = False
+    owner: str = ""  # AVClass name: the filter's, or a child class's such as "framesync"
+
+
+@dataclass(frozen=True)
+class FilterInfo:
+    """The public part of an AVFilter."""
+
+    name: str
+    description: str | None
+    nb_inputs: int  # static pads; see dynamic_inputs
+    nb_outputs: int
+    flags: int
+
+    @property
+    def dynamic_inputs(self) -> bool:
+        return bool(self.flags & AVFILTER_FLAG_DYNAMIC_INPUTS)
+
+    @property
+    def dynamic_outputs(self) -> bool:
+        return bool(self.flags & AVFILTER_FLAG_DYNAMIC_OUTPUTS)
+
+    @property
+    def timeline(self) -> bool:
+        """The graph gives the filter an ``enable`` option (not among its AVOptions)."""
+        return bool(self.flags & AVFILTER_FLAG_SUPPORT_TIMELINE)
+
+    @property
+    def is_source(self) -> bool:
+        return self.nb_inputs == 0 and not self.dynamic_inputs
+
+
+def _s(b: bytes | None) -> str | None:
+    return None if b is None else b.decode("utf-8", "replace")
+
+
+def _default(o: _AVOption, kind: str, array: bool) -> str | float | int | None:
+    raw = o.default_val
+    if array or kind in _STR_TYPES:
+        ptr = ctypes.c_void_p(raw & 0xFFFFFFFFFFFFFFFF).value
+        if array and ptr:  # AVOptionArrayDef *arr; its first member is const char *def
+            ptr = ctypes.c_void_p.from_address(ptr).value
+        return ctypes.string_at(ptr).decode("utf-8", "replace") if ptr else None
+    if kind in _DBL_TYPES:
+        return ctypes.c_double.from_buffer(ctypes.c_int64(raw)).value
+    if kind == "uint64":
+        return raw & 0xFFFFFFFFFFFFFFFF
+    return raw
+
+
+def filter_info(name: str) -> FilterInfo | None:
+    """Name, description, static pad counts and flags of a libavfilter filter, or None."""
+    _, avf = _load()
+    f = avf.avfilter_get_by_name(name.encode())
+    if not f:
+        return None
+    c = f.contents
+    return FilterInfo(
+        name=_s(c.name) or name, description=_s(c.description),
+        nb_inputs=avf.avfilter_filter_pad_count(f, 0),
+        nb_outputs=avf.avfilter_filter_pad_count(f, 1), flags=c.flags,
+    )
+
+
+def filter_description(name: str) -> str | None:
+    """The one-line description libavfilter has for ``name`` (None when unknown)."""
+    info = filter_info(name)
+    return info.description if info else None
+
+
+def filter_is_source(name: str) -> bool:
+    """True for a known filter with no (static or dynamic) inputs, like ``testsrc``."""
+    info = filter_info(name)
+    return bool(info and info.is_source)
+
+
+def _walk(avu: ctypes.CDLL, cls: int, seen: set[int] | None, out: list[OptionInfo]) -> None:
+    """Options of AVClass ``cls`` then, depth first, of its child classes unless ``seen`` is None."""
+    if not cls or (seen is not None and cls in seen):
+        return
+    owner = _s(ctypes.c_char_p.from_address(cls).value) or ""  # AVClass.class_name
+    holder = ctypes.c_void_p(cls)
+    fake_obj = ctypes.byref(holder)  # pointer to pointer to AVClass, as AV_OPT_SEARCH_FAKE_OBJ
+    opt = avu.av_opt_next(fake_obj, None)
+    while opt:
+        o = opt.contents
+        array = bool(o.type & _OPT_FLAG_ARRAY)
+        kind = _OPT_TYPES.get(o.type & ~_OPT_FLAG_ARRAY, f"unknown({o.type})")
+        out.append(OptionInfo(
+            name=_s(o.name) or "", help=_s(o.help), type=kind, default=_default(o, kind, array),
+            min=o.min, max=o.max, unit=_s(o.unit), flags=o.flags, array=array, owner=owner,
+        ))
+        opt = avu.av_opt_next(fake_obj, opt)
+    if seen is None:
+        return
+    seen.add(cls)
+    it = ctypes.c_void_p()
+    while child := avu.av_opt_child_class_iterate(holder, ctypes.byref(it)):
+        _walk(avu, child, seen, out)
+
+
+def filter_options(name: str, *, children: bool = True) -> list[OptionInfo] | None:
+    """The AVOptions of filter ``name`` in declaration order, const entries included.
+
+    With ``children`` the options of child classes (framesync's ``shortest``, ...) follow,
+    as ``ffmpeg -h filter=NAME`` lists them; an option may then appear twice. None for an
+    unknown filter, [] for one without options.
+    """
+    avu, avf = _load()
+    f = avf.avfilter_get_by_name(name.encode())
+    if not f:
+        return None
+    out: list[OptionInfo] = []
+    _walk(avu, f.contents.priv_class or 0, set() if children else None, out)
+    return out
+
+
+def filter_option_names(name: str) -> list[str] | None:
+    """Non-const option names, declaration order, no repeats (None for an unknown filter)."""
+    opts = filter_options(name)
+    if opts is None:
+        return None
+    return list(dict.fromkeys(o.name for o in opts if o.type != "const"))
+
+
+def option_consts(name: str, option: str) -> list[str]:
+    """Named constants accepted by ``option`` of filter ``name`` ([] when none or unknown)."""
+    opts = filter_options(name) or []
+    opt = next((o for o in opts if o.name == option and o.type != "const"), None)
+    if opt is None or opt.unit is None:
+        return []
+    return list(dict.fromkeys(
+        o.name for o in opts if o.type == "const" and o.unit == opt.unit and o.owner == opt.owner))

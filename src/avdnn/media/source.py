@@ -1,0 +1,123 @@
+"""Video sources: anything PyAV can demux and decode, and lavfi source graphs.
+
+``-f lavfi -i "testsrc=s=64x64:d=0.4"`` opens libavformat's own lavfi device through PyAV,
+so frames and timestamps are the ones ffmpeg's lavfi input produces, bit for bit. Files and
+URLs are decoded with frame threading, and timestamps are shifted by the input's start time
+as the ffmpeg CLI does (without ``-copyts``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ..errors import AvdnnError, InvalidArgumentError, NotFoundError, from_av_error
+from .frame import Frame
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What the chain needs to know about the input before the first frame."""
+
+    width: int
+    height: int
+    pix_fmt: str
+    time_base: Fraction
+    frame_rate: Fraction | None
+    sample_aspect_ratio: Fraction | None
+    duration: float | None
+
+
+class Source:
+    """Decoded video frames of one input, in presentation order, as avdnn Frames."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        format: str | None = None,  # noqa: A002 - ffmpeg's -f
+        options: dict[str, str] | None = None,
+        threads: int | str = "auto",
+    ) -> None:
+        import av
+
+        self.url = url
+        self.format = format
+        if format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
+            raise NotFoundError("No such file or directory", file=url)
+        try:
+            self._container: Any = av.open(url, "r", format=format, options=options or {})
+        except AvdnnError:
+            raise
+        except (av.FFmpegError, OSError) as exc:
+            raise from_av_error(exc, file=url) from exc
+        except ValueError as exc:  # PyAV: unknown format name
+            raise InvalidArgumentError(f"Unknown input format: '{format}'", file=url) from exc
+        if not self._container.streams.video:
+            self._container.close()
+            raise InvalidArgumentError("no video stream", file=url)
+        self._stream = self._container.streams.video[0]
+        ctx = self._stream.codec_context
+        if threads == "auto" or int(threads) != 1:
+            ctx.thread_type = "AUTO"
+            if threads != "auto":
+                ctx.thread_count = int(threads)
+        start = self._container.start_time
+        self._offset_us = -start if start is not None and self.format != "lavfi" else 0
+        self.frames_read = 0
+
+    @property
+    def info(self) -> StreamInfo:
+        s = self._stream
+        rate = s.guessed_rate or s.average_rate
+        sar = s.sample_aspect_ratio
+        fmt = s.codec_context.format
+        dur = float(s.duration * s.time_base) if s.duration and s.time_base else None
+        return StreamInfo(
+            width=s.codec_context.width,
+            height=s.codec_context.height,
+            pix_fmt=fmt.name if fmt is not None else "",
+            time_base=Fraction(s.time_base),
+            frame_rate=Fraction(rate) if rate else None,
+            sample_aspect_ratio=Fraction(sar) if sar else None,
+            duration=dur if dur is not None and dur > 0 else None,
+        )
+
+    def __iter__(self) -> Iterator[Frame]:
+        import av
+
+        stream = self._stream
+        offset = None
+        if self._offset_us:
+            offset = int(round(Fraction(self._offset_us, 1_000_000) / stream.time_base))
+        sar = stream.sample_aspect_ratio
+        try:
+            for packet in self._container.demux(stream):
+                for av_frame in packet.decode():
+                    yield self._wrap(av_frame, offset, sar)
+        except AvdnnError:
+            raise
+        except (av.FFmpegError, OSError) as exc:
+            raise from_av_error(exc, file=self.url).with_context(pts=None) from exc
+
+    def _wrap(self, av_frame: Any, offset: int | None, sar: Any) -> Frame:
+        if av_frame.pts is None:
+            av_frame.pts = getattr(av_frame, "best_effort_timestamp", None) or av_frame.dts
+        if offset is not None and av_frame.pts is not None:
+            av_frame.pts += offset
+        frame = Frame.from_av(av_frame)
+        frame.sample_aspect_ratio = Fraction(sar) if sar else None
+        self.frames_read += 1
+        return frame
+
+    def close(self) -> None:
+        self._container.close()
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
