@@ -74,8 +74,12 @@ class LavfiSegment:
         self.in_rate: Fraction | None = None
         self.out_rate: Fraction | None = None
         self.out_sar: Fraction | None = None
+        #: What the graph's buffersink negotiated (None until configured or if probing failed).
+        self.out_info: Any = None
         self.failed: dict[str, int] = {}
         self.configured = False
+        #: The graph said EOF on its input (trim, -frames in a source...): it takes no more frames.
+        self.finished = False
 
     def _build(self, frame: Frame) -> None:
         import av
@@ -114,6 +118,7 @@ class LavfiSegment:
                                time_base=tb, frame_rate=self.in_rate, sar=sar)
         except Exception:  # noqa: BLE001 - keep the input's values when probing is impossible
             return
+        self.out_info = info
         self.out_rate = info.frame_rate
         self.out_sar = info.sar if info.sar else None
 
@@ -122,6 +127,8 @@ class LavfiSegment:
         if self._graph is not None and self._key != (frame.width, frame.height, frame.format):
             out += self.flush()  # ffmpeg reinitialises the graph when the input changes
             self._graph = None
+        if self.finished:
+            return out
         if self._graph is None:
             self._build(frame)
         self._push(frame.to_av(), frame.pts)
@@ -133,6 +140,10 @@ class LavfiSegment:
 
         try:
             self._graph.push(av_frame)
+        except av.EOFError:
+            # buffersrc answers EOF once the graph's output is closed (trim reached its end):
+            # not an error, the segment is done, as for ffmpeg's filtergraph
+            self.finished = True
         except av.FFmpegError as exc:
             raise from_av_error(exc, filter=self.label, pts=pts) from exc
 
@@ -154,7 +165,8 @@ class LavfiSegment:
     def flush(self) -> list[Frame]:
         if self._graph is None:
             return []
-        self._push(None, None)
+        if not self.finished:
+            self._push(None, None)
         out = self._drain()
         self._graph = None
         return out

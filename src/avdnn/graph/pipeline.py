@@ -66,6 +66,8 @@ class Pipeline:
             for out in self._guard(stage, st, stage.push, frame):
                 st.frames_out += 1
                 yield out
+            if getattr(stage, "finished", False):
+                break  # the stage takes no more input: stop reading, as ffmpeg stops its input
         for out in self._guard(stage, st, stage.flush):
             st.frames_out += 1
             yield out
@@ -115,7 +117,11 @@ class Pipeline:
         frames = self.frames()
         try:
             for frame in frames:
-                sink.write(frame, self.rate_into(len(self.stages)))
+                try:
+                    sink.write(frame, self.rate_into(len(self.stages)))
+                except AvdnnError as exc:
+                    self.stats.output_failed[exc.message] = 1
+                    raise
                 self.stats.frames_written = sink.frames_written
                 if progress is not None:
                     progress(self.stats, frame)
@@ -134,9 +140,28 @@ class Pipeline:
             sink.abort()
             raise
         frames.close()
-        sink.close()
+        try:
+            if not sink.started:
+                self._start_empty(sink)
+            sink.close()
+        except AvdnnError as exc:
+            sink.abort()
+            self.stats.error = exc
+            exc.stats = self.stats
+            raise
         self._sync_sink_stats()
         return self.stats
+
+    def _start_empty(self, sink: Sink) -> None:
+        """No frame reached the sink: open it from the chain's negotiated output, as ffmpeg does."""
+        last = self.stages[-1] if self.stages else None
+        info = getattr(last, "out_info", None)
+        if info is not None:
+            sink.start(info.width, info.height, info.pix_fmt, sar=info.sar or None, rate=info.frame_rate)
+        elif last is None:
+            src = self.source.info
+            if src.width and src.height and src.pix_fmt:
+                sink.start(src.width, src.height, src.pix_fmt, sar=src.sample_aspect_ratio, rate=src.frame_rate)
 
     def _sync_sink_stats(self) -> None:
         if self.sink is not None:
@@ -165,6 +190,10 @@ def _output_format_tail(sink: Sink | None) -> list[FilterSpec]:
     if sink is None:
         return []
     fmts = sink.accepted_pix_fmts()
-    if not fmts:
-        return []
-    return [FilterSpec("format", None, "pix_fmts=" + "|".join(fmts))]
+    ranges = sink.accepted_color_ranges()
+    args = []
+    if fmts:
+        args.append("pix_fmts=" + "|".join(fmts))
+    if ranges:
+        args.append("color_ranges=" + "|".join(ranges))
+    return [FilterSpec("format", None, ":".join(args))] if args else []

@@ -39,6 +39,8 @@ class RunStats:
     sink_duplicated: int = 0
     #: Frames that reached the sink but were not written because -frames:v was reached.
     over_limit: int = 0
+    #: Frames the output could not take (encoder or muxer failure), by cause.
+    output_failed: dict[str, int] = field(default_factory=dict)
     stopped_early: bool = False
     error: AvdnnError | None = None
 
@@ -49,6 +51,8 @@ class RunStats:
             for cause, n in stage.failed.items():
                 key = f"{stage.label}: {cause}"
                 out[key] = out.get(key, 0) + n
+        for cause, n in self.output_failed.items():
+            out[f"output: {cause}"] = n
         return out
 
     @property

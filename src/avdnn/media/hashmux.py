@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import BinaryIO
+
+AV_PKT_FLAG_KEY = 0x1
 
 #: muxer name -> (per frame?, hash algorithm)
 HASH_MUXERS: dict[str, tuple[bool, str]] = {
@@ -47,10 +50,13 @@ class HashMuxer:
         lines = []
         if self.fmt != "framecrc":
             lines += ["#format: frame checksums", "#version: 2", f"#hash: {self.algorithm.upper()}"]
+        if extradata:  # before #software, as framehash_print_extradata / framecrc_write_header do
+            if self.fmt == "framecrc":
+                lines.append(f"#extradata 0: {len(extradata):8d}, {self._digest(extradata)}")
+            else:
+                lines.append(f"#extradata 0, {len(extradata):31d}, {self._digest(extradata)}")
         if self.software:
             lines.append(f"#software: {self.software}")
-        if extradata:
-            lines.append(f"#extradata 0: {len(extradata):8d}, {self._digest(extradata)}")
         sar = sar or Fraction(0, 1)
         lines += [f"#tb 0: {time_base.numerator}/{time_base.denominator}", "#media_type 0: video",
                   f"#codec_id 0: {codec_name}", f"#dimensions 0: {width}x{height}",
@@ -67,7 +73,9 @@ class HashMuxer:
         h.update(data)
         return h.hexdigest()
 
-    def write_packet(self, data: bytes, *, pts: int | None, dts: int | None, duration: int) -> None:
+    def write_packet(self, data: bytes, *, pts: int | None, dts: int | None, duration: int,
+                     flags: int = AV_PKT_FLAG_KEY, side_data: Sequence[tuple[str, bytes]] = ()) -> None:
+        """One packet; ``side_data`` is (av_packet_side_data_name, bytes) in the packet's order."""
         if not self.per_frame:
             if self._whole is not None:
                 self._whole.update(data)
@@ -77,8 +85,16 @@ class HashMuxer:
         nopts = -(2**63)
         dts_v = nopts if dts is None else dts
         pts_v = nopts if pts is None else pts
-        line = f"0, {dts_v:10d}, {pts_v:10d}, {duration:8d}, {len(data):8d}, {self._digest(data)}\n"
-        self.out.write(line.encode())
+        line = f"0, {dts_v:10d}, {pts_v:10d}, {duration:8d}, {len(data):8d}, {self._digest(data)}"
+        if self.fmt == "framecrc":
+            if flags != AV_PKT_FLAG_KEY:
+                line += f", F=0x{flags:X}"
+            if side_data:
+                line += f", S={len(side_data)}"
+                line += "".join(f", {name}, {len(sd):8d}, {self._digest(sd)}" for name, sd in side_data)
+        elif side_data:  # hashenc.c format version 2
+            line += f", S={len(side_data)}" + "".join(f", {len(sd):8d}, {self._digest(sd)}" for _, sd in side_data)
+        self.out.write((line + "\n").encode())
 
     def write_trailer(self) -> None:
         if self.per_frame:

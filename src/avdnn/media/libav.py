@@ -338,3 +338,35 @@ def option_consts(name: str, option: str) -> list[str]:
         return []
     return list(dict.fromkeys(
         o.name for o in opts if o.type == "const" and o.unit == opt.unit and o.owner == opt.owner))
+
+
+_avcodec: ctypes.CDLL | None = None
+_COLOR_RANGES = {1: "tv", 2: "pc"}
+_AV_CODEC_CONFIG_COLOR_RANGE = 5
+
+
+def encoder_color_ranges(name: str) -> list[str] | None:
+    """Colour ranges an encoder accepts ("tv", "pc"); None when it takes any.
+
+    The ffmpeg CLI adds these to the format= it appends for the encoder (mjpeg wants "pc"),
+    which PyAV does not report.
+    """
+    global _avcodec
+    with _lock:
+        if _avcodec is None:
+            lib = ctypes.CDLL(_find("avcodec"))
+            _fn(lib, "avcodec_find_encoder_by_name", _P, ctypes.c_char_p)
+            _fn(lib, "avcodec_get_supported_config", ctypes.c_int, _P, _P, ctypes.c_int, ctypes.c_uint,
+                ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_int))
+            _avcodec = lib
+        lib = _avcodec
+    codec = lib.avcodec_find_encoder_by_name(name.encode())
+    if not codec:
+        return None
+    out, count = _P(), ctypes.c_int(0)
+    if lib.avcodec_get_supported_config(None, codec, _AV_CODEC_CONFIG_COLOR_RANGE, 0,
+                                        ctypes.byref(out), ctypes.byref(count)) < 0 or not out:
+        return None
+    values = ctypes.cast(out, ctypes.POINTER(ctypes.c_int))
+    ranges = [_COLOR_RANGES[values[i]] for i in range(count.value) if values[i] in _COLOR_RANGES]
+    return ranges or None

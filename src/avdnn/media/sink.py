@@ -21,6 +21,11 @@ from .frame import Frame
 from .hashmux import HASH_MUXERS, HashMuxer
 from .vsync import VideoSync
 
+#: ffmpeg's image2 codec by file extension (libavformat/img2.c), for -f image2 outputs.
+IMAGE2_CODECS = {"png": "png", "jpg": "mjpeg", "jpeg": "mjpeg", "bmp": "bmp", "tif": "tiff", "tiff": "tiff",
+                 "ppm": "ppm", "pgm": "pgm", "pbm": "pbm", "pam": "pam", "webp": "libwebp", "gif": "gif",
+                 "tga": "targa", "exr": "exr", "qoi": "qoi", "sgi": "sgi", "pcx": "pcx", "dpx": "dpx",
+                 "jp2": "jpeg2000", "j2k": "jpeg2000", "xwd": "xwd", "pfm": "pfm", "phm": "phm", "hdr": "hdr"}
 AVFMT_NOTIMESTAMPS = 0x80
 AVFMT_VARIABLE_FPS = 0x400
 AV_CODEC_FLAG_BITEXACT = 0x800000
@@ -37,6 +42,12 @@ def auto_fps_mode(format_name: str, flags: int, rate_given: bool) -> str:
     if rate_given and mode == "vfr":
         mode = "vscfr"
     return mode
+
+
+def _packet_flags(packet: Any) -> int:
+    """AVPacket.flags from PyAV's booleans (KEY, CORRUPT, DISCARD, TRUSTED, DISPOSABLE)."""
+    bits = (packet.is_keyframe, packet.is_corrupt, packet.is_discard, packet.is_trusted, packet.is_disposable)
+    return sum(1 << i for i, b in enumerate(bits) if b)
 
 
 class Sink:
@@ -100,6 +111,8 @@ class Sink:
                 raise InvalidArgumentError(f"Unable to find {what} for '{self.name}'", file=self.name) from exc
             muxer_name, flags = self._container.format.name, self._container.format.flags
             default_codec = self._container.default_video_codec
+            if muxer_name in ("image2", "image2pipe") and isinstance(target, str):
+                default_codec = IMAGE2_CODECS.get(target.rsplit(".", 1)[-1].lower(), default_codec)
             if default_codec in (None, "none", "wrapped_avframe"):
                 default_codec = "rawvideo"
         self.fps_mode = auto_fps_mode(muxer_name, flags, rate is not None) if fps_mode == "auto" else fps_mode
@@ -128,6 +141,15 @@ class Sink:
         formats = self._codec.video_formats
         return None if not formats else [f.name for f in formats]
 
+    def accepted_color_ranges(self) -> list[str] | None:
+        """Colour ranges the encoder takes ("tv", "pc"), as ffmpeg adds them to its format=."""
+        try:
+            from .libav import encoder_color_ranges
+
+            return encoder_color_ranges(self.codec_name)
+        except AvdnnError:
+            return None
+
     # -- writing --------------------------------------------------------------------------
 
     def _open(self, frame: Frame, rate: Fraction | None) -> None:
@@ -143,6 +165,7 @@ class Sink:
                 enc = av.CodecContext.create(self.codec_name, "w")
                 enc.options = dict(self.codec_options)
             enc.width, enc.height, enc.pix_fmt = frame.width, frame.height, frame.format
+            enc.thread_type, enc.thread_count = "AUTO", 0  # ffmpeg's defaults (PyAV's are slice threads)
             enc.time_base = tb
             enc.framerate = rate
             if frame.sample_aspect_ratio:
@@ -153,17 +176,33 @@ class Sink:
             if color is not None:
                 enc.color_range, enc.colorspace, enc.color_primaries, enc.color_trc = color
             if self._container is not None:
+                enc.open(strict=False)
                 self._enc = stream
             else:
                 enc.open()
                 self._enc = enc
                 assert self._hash is not None
-                self._hash.write_header(time_base=tb, codec_name=self.codec_name, width=frame.width,
+                self._hash.write_header(time_base=tb, codec_name=self._codec.canonical_name, width=frame.width,
                                         height=frame.height, sar=frame.sample_aspect_ratio,
                                         extradata=enc.extradata or None)
         except (av.FFmpegError, ValueError) as exc:
-            raise from_av_error(exc, file=self.name) from exc
+            err = from_av_error(exc, file=self.name)
+            err.message = (f"could not open encoder '{self.codec_name}' for {frame.width}x{frame.height} "
+                           f"{frame.format}: {err.message}")
+            raise err from exc
         self._sync = VideoSync(self.fps_mode, tb)
+
+    @property
+    def started(self) -> bool:
+        """Whether the encoder is open (a first frame came, or :meth:`start` was called)."""
+        return self._sync is not None
+
+    def start(self, width: int, height: int, pix_fmt: str, *, sar: Fraction | None = None,
+              rate: Fraction | None = None) -> None:
+        """Open the encoder without a frame: ffmpeg still writes header and trailer when
+        no frame reaches the output (``select=0``), from what the filter graph negotiated."""
+        if self._sync is None:
+            self._open(Frame(None, pix_fmt, width, height, sample_aspect_ratio=sar), rate)
 
     def write(self, frame: Frame, rate: Fraction | None = None) -> None:
         """Encode one frame (rate: the chain's output frame rate, for the time base)."""
@@ -184,6 +223,7 @@ class Sink:
                 av_frame.pts = out_pts
                 av_frame.time_base = self._sync.tb if self._sync else None
                 av_frame.duration = duration
+                av_frame.pict_type = 0  # the encoder decides (a decoded I frame must not force one)
                 self._durations[out_pts] = duration
                 self._mux(self._enc.encode(av_frame))
                 self.packets_encoded += 1
@@ -196,9 +236,13 @@ class Sink:
                 self._container.mux(packet)
             return
         for packet in packets:
-            # libavformat's muxing fills a missing duration with one frame of the stream's rate
-            duration = packet.duration or self._durations.pop(packet.pts, 1)
-            self._hash.write_packet(bytes(packet), pts=packet.pts, dts=packet.dts, duration=duration)
+            # libavformat's muxing fills a missing (zero) duration with one frame of the stream's
+            # rate, which is 1 in the encoder time base 1/rate
+            duration = packet.duration or self._durations.pop(packet.pts, 0) or 1
+            self._durations.pop(packet.pts, None)
+            side = [(sd.data_desc, bytes(sd)) for sd in packet.iter_sidedata()]
+            self._hash.write_packet(bytes(packet), pts=packet.pts, dts=packet.dts, duration=duration,
+                                    flags=_packet_flags(packet), side_data=side)
 
     @property
     def frames_written(self) -> int:
@@ -222,6 +266,8 @@ class Sink:
         self._closed = True
         try:
             if self._sync is not None:
+                if self._container is not None:
+                    self._container.start_encoding()  # the header, also when no frame came
                 self._encode(self._sync.flush(), None)
                 self._mux(self._enc.encode(None))
             if self._hash is not None:
