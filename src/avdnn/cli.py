@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parse_args(argv)
         level = LOG_LEVELS[args.loglevel]
         _setup_logging(level)
-        if not args.hide_banner and level <= logging.INFO:
+        if not args.hide_banner and not args.show_version and level <= logging.INFO:
             err.write(_banner() + "\n")
         if args.show_version:
             sys.stdout.write(_banner() + "\n")
@@ -223,11 +223,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InvalidArgumentError("At least one output file must be specified")
         return _run(args, level)
     except AvdnnError as exc:
-        err.write(f"avdnn: {exc.oneline()}\n")
+        if not _quiet(argv):
+            err.write(f"avdnn: {exc.oneline()}\n")
         return exit_status(exc.code)
     except KeyboardInterrupt:
         err.write("avdnn: interrupted\n")
         return 255
+
+
+def _quiet(argv: list[str]) -> bool:
+    """-loglevel quiet silences even the error line, as in ffmpeg."""
+    for flag in ("-loglevel", "-v"):
+        if flag in argv[:-1]:
+            level = argv[argv.index(flag) + 1].split("+")[-1]
+            return level in ("quiet", "-8")
+    return False
 
 
 def exit_status(code: int) -> int:
@@ -260,7 +270,8 @@ def _run(args: Args, level: int) -> int:
             raise
         if progress is not None and progress.shown:
             sys.stderr.write("\n")
-        sys.stderr.write(f"avdnn: {exc.oneline()}\n")
+        if level <= logging.CRITICAL:
+            sys.stderr.write(f"avdnn: {exc.oneline()}\n")
         if level <= logging.ERROR:
             sys.stderr.write(failed.summary() + "\n")
             sys.stderr.write(f"avdnn: output '{args.output}' was finished cleanly with the "
@@ -276,10 +287,15 @@ def _run(args: Args, level: int) -> int:
 def _setup_logging(level: int) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
-    root = logging.getLogger("avdnn")
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
+    for name in ("avdnn", "libav"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
+    # FFmpeg's own messages: warnings and errors by default (its info lines are encoder chatter)
+    import av.logging
+
+    av.logging.set_level(max(level, logging.WARNING) if level <= logging.CRITICAL else None)
 
 
 def _banner() -> str:

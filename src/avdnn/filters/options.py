@@ -106,11 +106,11 @@ class Option:
         return float(value)
 
     def _parse_list(self, text: str) -> tuple[float, ...]:
-        items = [t for t in text.split("&")]
         try:
-            return tuple(self.check(parse_number(t)) for t in items)
+            numbers = [parse_number(t) for t in text.split("&")]
         except ValueError:
             raise self._unparsable(text) from None
+        return tuple(self.check(n) for n in numbers)  # OutOfRangeError (a ValueError) stays one
 
     def _unparsable(self, text: str) -> InvalidArgumentError:
         hint = f" (named values: {', '.join(self.consts)})" if self.consts else ""
@@ -128,7 +128,7 @@ class Option:
             if self.consts:
                 default = next((k for k, v in self.consts.items() if v == default), default)
             extra.append(f'default {"true" if default is True else "false" if default is False else default}')
-        text = f"  {self.name:<24}{kind:<12}{self.help}"
+        text = f"  {self.name:<23} {kind:<11} {self.help}"
         if extra:
             text += f" ({' '.join(extra)})"
         if self.deprecated:

@@ -13,7 +13,11 @@ from ..errors import InvalidArgumentError
 from .base import Filter
 
 #: filter name -> "module:Class" relative to avdnn.filters
-KNOWN_FILTERS: dict[str, str] = {}
+KNOWN_FILTERS: dict[str, str] = {
+    "dnn_processing": "dnn_processing:DnnProcessingFilter",
+    "sr": "sr:SrFilter",
+    "derain": "derain:DerainFilter",
+}
 
 _loaded: dict[str, type[Filter]] = {}
 

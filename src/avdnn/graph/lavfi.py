@@ -40,20 +40,24 @@ def check_lavfi_filter(spec: FilterSpec, avdnn_names: Sequence[str]) -> None:
     try:
         graph.add(spec.name, spec.args, name=spec.label) if spec.args is not None else graph.add(spec.name)
     except av.FFmpegError as exc:
-        err = from_av_error(exc, filter=spec.label)
-        if isinstance(err, OptionNotFoundError):
-            raise _name_bad_option(spec, err) from exc
-        raise err from exc
+        # Any failure: ffmpeg applies every key before it initialises the filter, so an unknown
+        # key is what it reports (PyAV's init-string path can fail first on another option:
+        # "scale=w=32:foo=2" gives "Invalid size '32'" there, "Option not found" in ffmpeg).
+        raise _name_bad_option(spec, from_av_error(exc, filter=spec.label)) from exc
+
+
+#: AVFilterContext's own options, accepted on every filter besides its private ones.
+_CONTEXT_OPTIONS = ("thread_type", "threads", "enable", "extra_hw_frames")
 
 
 def _name_bad_option(spec: FilterSpec, err: AvdnnError) -> AvdnnError:
     try:
         from ..media.libav import filter_option_names
 
-        valid = filter_option_names(spec.name) or []
+        valid = [*(filter_option_names(spec.name) or []), *_CONTEXT_OPTIONS]
+        keys = [k for k, _ in split_options(spec.args or "") if k is not None]
     except Exception:  # noqa: BLE001 - introspection is a nicety; keep the real error
-        valid = []
-    keys = [k for k, _ in split_options(spec.args or "") if k is not None]
+        return err
     for key in keys:
         if valid and key not in valid:
             return OptionNotFoundError(
@@ -90,6 +94,9 @@ class LavfiSegment:
                 f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={sar.numerator}/{sar.denominator}")
         if self.in_rate:
             args += f":frame_rate={self.in_rate.numerator}/{self.in_rate.denominator}"
+        color = frame._color_props()
+        if color is not None:  # as ffmpeg does, so the buffer does not see a property change
+            args += f":range={int(color[0])}:colorspace={int(color[1])}"
         graph = av.filter.Graph()
         try:
             nodes = [graph.add("buffer", args)]

@@ -63,32 +63,43 @@ class Pipeline:
                 stage_out_rate(stage, self.rate_into(index))
                 first = False
             st.frames_in += 1
-            for out in self._guard(stage, st, stage.push, frame):
-                st.frames_out += 1
+            yield from self._guarded(stage, st, stage.push, frame)
+        # EOF: flush until the stage has nothing left. A stage whose last batch failed returns
+        # the frames before the failure first and raises on the next call, so nothing is lost.
+        while True:
+            flushed = 0
+            for out in self._guarded(stage, st, stage.flush):
+                flushed += 1
                 yield out
-            if getattr(stage, "finished", False):
-                break  # the stage takes no more input: stop reading, as ffmpeg stops its input
-        for out in self._guard(stage, st, stage.flush):
-            st.frames_out += 1
-            yield out
+            if not flushed:
+                return
 
     @staticmethod
-    def _guard(stage: Any, st: StageStats, fn: Callable[..., Any], *args: Any) -> list[Frame]:
+    def _guarded(stage: Any, st: StageStats, fn: Callable[..., Any], *args: Any) -> Iterator[Frame]:
+        """Frames from one push/flush, one at a time; a filter error is counted and re-raised."""
         before = sum(stage.failed.values())
         try:
-            return list(fn(*args))
+            it = iter(fn(*args))
+            while True:
+                try:
+                    out = next(it)
+                except StopIteration:
+                    break
+                st.frames_out += 1
+                st.failed.update(stage.failed)
+                yield out
         except AvdnnError as exc:
             exc.with_context(filter=stage.label)
             st.failed.update(stage.failed)
-            if sum(stage.failed.values()) == before and args:
+            if sum(stage.failed.values()) == before:
                 st.failed[exc.message] = st.failed.get(exc.message, 0) + 1
             raise
-        except MemoryError:
+        except (MemoryError, GeneratorExit):
             raise
         except Exception as exc:  # a bug or a foreign error escaping a filter: still one line
-            raise ExternalError(f"{type(exc).__name__}: {exc}", filter=stage.label) from exc
-        finally:
             st.failed.update(stage.failed)
+            raise ExternalError(f"{type(exc).__name__}: {exc}", filter=stage.label) from exc
+        st.failed.update(stage.failed)
 
     def rate_into(self, index: int) -> Fraction | None:
         """Frame rate entering stage ``index`` (stages before it are configured by then)."""

@@ -1,0 +1,272 @@
+"""ONNX Runtime backend: load an .onnx file, describe it, run one batch.
+
+What FFmpeg's ONNX backend does (reference s.3): first input/output when no name is given,
+``device`` picks the execution provider (cpu, cuda, dml, vitisai; ``device_id`` for
+cuda/dml), a provider that is not available falls back to CPU with a warning,
+``threads_per_operation`` sets the intra-op threads for cpu, graph optimisation "all".
+Where avdnn differs, on purpose: several outputs may be named with ``&`` (FFmpeg's newer
+revision too); async, ``nireq`` and ``batch_size`` work (the shared engine; sessions are
+thread-safe), a model with a fixed batch of 1 is run item by item inside a batch; an NHWC
+input (``[N,H,W,1|3]``) is recognised instead of assumed NCHW; an unknown device name is an
+error instead of a silent CPU run; ``inter_op_threads`` and ``optimization`` expose two more
+session options. onnxruntime is imported only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...errors import (
+    AvdnnError,
+    ExternalError,
+    InvalidArgumentError,
+    InvalidDataError,
+    NotFoundError,
+    NotSupportedError,
+    OutOfMemoryError,
+)
+from ..interface import (
+    DYNAMIC,
+    BackendOption,
+    DNNBackendType,
+    DNNColorOrder,
+    DNNDataType,
+    DNNFunctionType,
+    DNNLayout,
+    ModelConfig,
+    ModelIO,
+    TensorInfo,
+)
+
+log = logging.getLogger("avdnn.dnn.onnx")
+
+_PROVIDERS = {
+    "cpu": "CPUExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "vitisai": "VitisAIExecutionProvider",
+}
+_TYPES = {"tensor(float)": DNNDataType.FLOAT, "tensor(uint8)": DNNDataType.UINT8}
+_OPT_LEVELS = {"disable": 0, "basic": 1, "extended": 2, "all": 99}
+
+
+@contextmanager
+def map_ort_errors(what: str, model: str) -> Iterator[None]:
+    """Translate onnxruntime's exceptions into avdnn's tree, most specific first."""
+    try:
+        yield
+    except AvdnnError:
+        raise
+    except Exception as exc:
+        from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+
+        text = f"{what}: {str(exc).strip()}"
+        table: list[tuple[type[BaseException], type[AvdnnError]]] = [
+            (ort_state.NoSuchFile, NotFoundError),
+            (ort_state.InvalidProtobuf, InvalidDataError),
+            (ort_state.InvalidGraph, InvalidDataError),
+            (ort_state.InvalidArgument, InvalidArgumentError),
+            (ort_state.NotImplemented, NotSupportedError),
+            (MemoryError, OutOfMemoryError),
+        ]
+        for foreign, ours in table:
+            if isinstance(exc, foreign):
+                raise ours(text, file=model) from exc
+        raise ExternalError(text, file=model) from exc
+
+
+def _dims(shape: Any) -> tuple[int, ...]:
+    return tuple(d if isinstance(d, int) and d > 0 else DYNAMIC for d in (shape or ()))
+
+
+def _layout(dims: tuple[int, ...]) -> DNNLayout:
+    """NCHW unless the tensor plainly is NHWC: last dim 1/3 and dim 1 neither 1 nor 3."""
+    if len(dims) == 4 and dims[3] in (1, 3) and dims[1] not in (1, 3):
+        return DNNLayout.NHWC
+    return DNNLayout.NCHW
+
+
+_NP_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
+             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(uint8)": np.uint8,
+             "tensor(int8)": np.int8, "tensor(bool)": np.bool_}
+
+
+def _extra_inputs(session: Any, config: ModelConfig, image: str) -> dict[str, np.ndarray]:
+    """Constant feeds for the inputs other than the image one (e.g. a style-weight vector).
+
+    Values come from the ``extra_inputs`` option: ``name=v|v|...`` (reshaped to the input's
+    shape, one value is broadcast to a static shape) or ``name=@file.npy``.
+    """
+    given: dict[str, str] = {}
+    for item in filter(None, (config.options.get("extra_inputs") or "").split("&")):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise InvalidArgumentError(f"extra_inputs: '{item}' is not name=values", option="extra_inputs")
+        given[name.strip()] = value.strip()
+    feeds: dict[str, np.ndarray] = {}
+    for node in session.get_inputs():
+        if node.name == image:
+            continue
+        if node.name not in given:
+            raise NotSupportedError(
+                f"the model has another input '{node.name}' {list(_dims(node.shape))}; give its values with "
+                f"extra_inputs={node.name}=v|v|... or extra_inputs={node.name}=@values.npy",
+                option="extra_inputs", file=config.path,
+            )
+        text = given.pop(node.name)
+        dtype = _NP_TYPES.get(node.type)
+        if dtype is None:
+            raise NotSupportedError(f"extra input '{node.name}' has type {node.type}", option="extra_inputs")
+        shape = tuple(d if d > 0 else -1 for d in _dims(node.shape))
+        try:
+            values = np.load(text[1:]) if text.startswith("@") else np.array([float(v) for v in text.split("|")])
+            values = values.astype(dtype)
+            if values.size == 1 and -1 not in shape:
+                values = np.full(shape, values.reshape(()), dtype=dtype)
+            feeds[node.name] = values.reshape(shape) if shape else values.reshape(())
+        except (ValueError, OSError) as exc:
+            raise InvalidArgumentError(f"extra_inputs: values for '{node.name}' {list(shape)}: {exc}",
+                                       option="extra_inputs") from exc
+    if given:
+        raise InvalidArgumentError(f"extra_inputs: the model has no input {', '.join(map(repr, given))}",
+                                   option="extra_inputs")
+    return feeds
+
+
+class OnnxRuntimeBackend:
+    """One ONNX Runtime session for one model; thread-safe ``run`` for the engine's requests."""
+
+    name: ClassVar[str] = "onnx"
+    flag: ClassVar[DNNBackendType] = DNNBackendType.ONNX
+    func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
+        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT}
+    )
+    options: ClassVar[tuple[BackendOption, ...]] = (
+        BackendOption("threads_per_operation", "int", 0, 0, 2**31 - 1,
+                      "threads used by ONNX Runtime per operation (cpu; 0 = runtime default)"),
+        BackendOption("inter_op_threads", "int", 0, 0, 2**31 - 1,
+                      "threads across operations (avdnn; 0 = runtime default)"),
+        BackendOption("optimization", "int", 99, 0, 99, "graph optimisation level (avdnn)", consts=_OPT_LEVELS),
+        BackendOption("extra_inputs", "string", None,
+                      "values for the model's other inputs: name=v|v|...[&name2=...] or name=@file.npy (avdnn)"),
+    )
+    supports_async = True
+
+    def __init__(self, session: Any, config: ModelConfig, io: ModelIO, provider: str,
+                 extras: dict[str, np.ndarray] | None = None) -> None:
+        self._session = session
+        self._extras = extras or {}
+        self.config = config
+        self._io = io
+        self.provider = provider
+        self._input = io.input.name
+        self._outputs = [o.name for o in io.outputs]
+        self._item_by_item = io.input.batch == 1 and config.batch_size > 1
+
+    @classmethod
+    def load(cls, config: ModelConfig) -> OnnxRuntimeBackend:
+        """Open a session; file, device and name errors are raised with their avdnn codes."""
+        import onnxruntime as ort
+
+        path = config.path
+        if not os.path.isfile(path):
+            raise NotFoundError(f"model '{path}': No such file or directory", file=path)
+        if config.func_type not in cls.func_types:
+            raise NotSupportedError(f"the onnx backend cannot load {config.func_type.name} models")
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        level = int(config.options.get("optimization", 99))
+        opts.graph_optimization_level = {
+            0: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+            1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            2: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        }.get(level, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+        device = (config.device or "cpu").lower()
+        if device not in _PROVIDERS:
+            raise InvalidArgumentError(
+                f"device '{config.device}' is not an ONNX Runtime device (known: {', '.join(_PROVIDERS)})",
+                option="device",
+            )
+        threads = int(config.options.get("threads_per_operation", 0))
+        if threads and device == "cpu":
+            opts.intra_op_num_threads = threads
+        inter = int(config.options.get("inter_op_threads", 0))
+        if inter:
+            opts.inter_op_num_threads = inter
+        providers: list[Any] = ["CPUExecutionProvider"]
+        wanted = _PROVIDERS[device]
+        if device != "cpu":
+            if wanted in ort.get_available_providers():
+                extra = {"device_id": config.device_id} if device in ("cuda", "dml") else {}
+                providers = [(wanted, extra), "CPUExecutionProvider"]
+            else:
+                log.warning("ONNX Runtime has no %s here; running on CPU", wanted)
+        with map_ort_errors(f"model '{path}'", path):
+            session = ort.InferenceSession(path, sess_options=opts, providers=providers)
+        used = session.get_providers()[0]
+        if device != "cpu" and used != wanted:
+            log.warning("ONNX Runtime could not use %s; running on %s", wanted, used)
+        io = cls._describe(session, config)
+        extras = _extra_inputs(session, config, io.input.name)
+        return cls(session, config, io, used, extras)
+
+    @staticmethod
+    def _describe(session: Any, config: ModelConfig) -> ModelIO:
+        inputs = session.get_inputs()
+        if config.input_name:
+            chosen = [i for i in inputs if i.name == config.input_name]
+            if not chosen:
+                raise InvalidArgumentError(
+                    f"input '{config.input_name}' is not in the model (inputs: {', '.join(i.name for i in inputs)})",
+                    option="input", file=config.path,
+                )
+            node = chosen[0]
+        else:
+            node = next((i for i in inputs if len(i.shape or ()) == 4), inputs[0])  # the image input
+            log.info("onnx: using input '%s'", node.name)
+        dims = _dims(node.shape)
+        layout = _layout(dims)
+        if dims and dims[0] not in (DYNAMIC, 1) and dims[0] != config.batch_size:
+            raise NotSupportedError(
+                f"input '{node.name}' has a fixed batch of {dims[0]}; set batch_size={dims[0]} or use a model "
+                f"with a dynamic batch", option="batch_size", file=config.path,
+            )
+        dtype = _TYPES.get(node.type)
+        in_info = TensorInfo(node.name, dims, dtype, node.type, layout, DNNColorOrder.RGB,
+                             scale=1.0 if dtype == DNNDataType.UINT8 else 0.0)
+        outputs = session.get_outputs()
+        names = config.output_names or (outputs[0].name,)
+        by_name = {o.name: o for o in outputs}
+        out_infos = []
+        for name in names:
+            if name not in by_name:
+                raise InvalidArgumentError(
+                    f"output '{name}' is not in the model (outputs: {', '.join(by_name)})",
+                    option="output", file=config.path,
+                )
+            o = by_name[name]
+            odt = _TYPES.get(o.type)
+            out_infos.append(TensorInfo(o.name, _dims(o.shape), odt, o.type, layout, DNNColorOrder.RGB,
+                                        scale=1.0 if odt == DNNDataType.UINT8 else 0.0))
+        return ModelIO((in_info,), tuple(out_infos))
+
+    def describe(self) -> ModelIO:
+        return self._io
+
+    def run(self, batch: np.ndarray) -> list[np.ndarray]:
+        """One inference over ``batch`` (n items); returns the selected outputs."""
+        with map_ort_errors(f"inference with '{self.config.path}'", self.config.path):
+            if self._item_by_item and batch.shape[0] > 1:
+                parts = [self._session.run(self._outputs, {**self._extras, self._input: batch[k : k + 1]})
+                         for k in range(batch.shape[0])]
+                return [np.concatenate([p[i] for p in parts]) for i in range(len(self._outputs))]
+            return list(self._session.run(self._outputs, {**self._extras, self._input: batch}))
+
+    def close(self) -> None:
+        self._session = None

@@ -1,0 +1,353 @@
+"""The one execution engine: tasks, inferences, a request pool, batching, sync and async.
+
+FFmpeg's DNN backends each repeat the same queueing code (reference s.1.4-1.10) and each got
+it slightly wrong (a failed async run never completes its task; errors are lost behind EOF).
+Here it exists once, with the seed patches' semantics, for every backend:
+
+* a :class:`Task` per frame holds one or more inferences (:class:`Item`, FFmpeg's lltask);
+* ``nireq`` reusable :class:`Request` slots each run up to ``batch_size`` items in one call of
+  the backend's ``run``; items are packed only with items of the same shape, so a resolution
+  change just starts a new batch;
+* ``async=True`` runs each started request on its own worker thread (or the backend's
+  native async API); ``async=False`` runs it inline. Both produce the same bytes;
+* :meth:`Engine.submit` blocks while every request is busy, so at most
+  ``nireq * batch_size`` items are in flight;
+* completion is recorded under one lock with a per-task status keeping the first error;
+  every exit path of a request completes all of its items, so no task waits forever;
+* :meth:`Engine.get_result` releases tasks strictly in submission order and waits on a
+  condition (never a sleep loop);
+* :meth:`Engine.flush` runs the partial last batch and raises its real error; a worker that
+  cannot start raises AVERROR_EXTERNAL for EAGAIN and AVERROR(errno) otherwise (seed 001);
+* each request's input buffer is grow-only (seed 002): reused, reallocated only for a larger
+  batch, released at :meth:`Engine.close`, which waits for in-flight requests with a bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import AvdnnError, ExternalError, InvalidArgumentError
+from .faults import FaultPlan, current_plan
+from .interface import DNNAsyncStatusType, DoneCallback
+from .tasks import EngineStats, Item, Request, Result, Task, as_error, auto_nireq, worker_start_error
+
+__all__ = ["Engine", "EngineStats", "Item", "Request", "Result", "Task", "auto_nireq", "worker_start_error"]
+
+log = logging.getLogger("avdnn.dnn")
+
+RunBatch = Callable[[np.ndarray], Sequence[np.ndarray]]
+StartAsync = Callable[[np.ndarray, DoneCallback], None]
+
+
+class Engine:
+    """Runs a backend's ``run_batch`` over submitted tasks with FFmpeg's request semantics."""
+
+    def __init__(
+        self,
+        run_batch: RunBatch,
+        *,
+        nireq: int = 0,
+        batch_size: int = 1,
+        async_mode: bool = True,
+        start_async: StartAsync | None = None,
+        name: str = "dnn",
+        faults: FaultPlan | None = None,
+        close_timeout: float = 10.0,
+    ) -> None:
+        if batch_size < 1:
+            raise InvalidArgumentError(f"batch_size must be at least 1, got {batch_size}", option="batch_size")
+        if nireq < 0:
+            raise InvalidArgumentError(f"nireq must be 0 (auto) or more, got {nireq}", option="nireq")
+        self.run_batch = run_batch
+        self.start_async = start_async
+        self.nireq = nireq or auto_nireq()
+        self.batch_size = batch_size
+        self.async_mode = async_mode
+        self.name = name
+        self.faults = faults if faults is not None else current_plan()
+        self.close_timeout = close_timeout
+        self.stats = EngineStats()
+        self._cond = threading.Condition(threading.Lock())
+        self._tasks: deque[Task] = deque()
+        self._pending: list[Item] = []
+        self._requests = [Request(i) for i in range(self.nireq)]
+        self._free: deque[Request] = deque(self._requests)
+        self._busy = 0
+        self._closed = False
+        self._next_index = 0
+
+    # -- FFmpeg's execute_model -----------------------------------------------------------
+
+    def submit(self, payload: Any, items: Sequence[Item]) -> Task:
+        """Queue one task; dispatch every full batch. Blocks while all requests are busy.
+
+        A task without items completes at once (a frame with nothing to infer). Raises the
+        error of a worker that could not start; the items it carried fail with that error.
+        """
+        with self._cond:
+            if self._closed:
+                raise InvalidArgumentError(f"{self.name}: execute after close")
+            task = Task(payload, self._next_index, todo=len(items), results=[None] * len(items))
+            self._next_index += 1
+            self._tasks.append(task)
+            self.stats.tasks += 1
+        for slot, item in enumerate(items):
+            item.task, item.slot = task, slot
+        queued = 0
+        try:
+            for item in items:
+                if self._pending and (self._pending[0].shape, self._pending[0].dtype) != (item.shape, item.dtype):
+                    self._dispatch(len(self._pending))
+                self._pending.append(item)
+                queued += 1
+                if len(self._pending) >= self.batch_size:
+                    self._dispatch(self.batch_size)
+        except AvdnnError as err:
+            # the items not queued yet must complete too, or the task would wait forever
+            self._fail_items(items[queued:], err)
+            raise
+        return task
+
+    # -- FFmpeg's get_result ----------------------------------------------------------------
+
+    def get_result(self, wait: bool = False, timeout: float | None = None) -> Result:
+        """The oldest task's outcome, in submission order.
+
+        EMPTY_QUEUE when nothing was submitted; NOT_READY while the oldest task runs (with
+        ``wait`` this blocks on a condition until it completes or ``timeout`` passes, but
+        never for a task whose items wait for a batch to fill: flush first); SUCCESS or
+        FAIL (with the task's first error) once it is complete, and the task leaves.
+        """
+        with self._cond:
+            if not self._tasks:
+                return Result(DNNAsyncStatusType.EMPTY_QUEUE)
+            head = self._tasks[0]
+            if not head.complete and wait:
+                self._cond.wait_for(lambda: head.complete or head.dispatched < head.todo or self._closed, timeout)
+            if not head.complete:
+                return Result(DNNAsyncStatusType.NOT_READY)
+            self._tasks.popleft()
+        if head.error is not None:
+            return Result(DNNAsyncStatusType.FAIL, head.payload, (), head.error, head.index)
+        return Result(DNNAsyncStatusType.SUCCESS, head.payload, tuple(head.results), None, head.index)
+
+    @property
+    def queued(self) -> int:
+        """Tasks submitted and not yet taken by get_result."""
+        with self._cond:
+            return len(self._tasks)
+
+    # -- FFmpeg's flush -------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """End of stream: run the partial last batch; raise its real error."""
+        try:
+            self.faults.hit("flush")
+        except BaseException as exc:  # the items still pending must not wait forever
+            err = as_error(exc, "flush")
+            self._fail_items(self._take_pending(len(self._pending)), err)
+            raise err from exc
+        while self._pending:
+            self._dispatch(len(self._pending), in_flush=True)
+
+    # -- close ----------------------------------------------------------------------------
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Wait (bounded) for in-flight requests, then drop every task and buffer.
+
+        Returns False when requests were still running at the deadline; they are abandoned
+        (their threads are daemons and complete into nothing).
+        """
+        limit = self.close_timeout if timeout is None else timeout
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()  # wake a submit blocked on a free request, and waiters
+            idle = self._cond.wait_for(lambda: self._busy == 0, limit)
+            dropped = len(self._tasks)
+            self._tasks.clear()
+            pending = self._pending
+            self._pending = []
+            for req in self._requests:
+                req.buffer = None
+            self.stats.buffer_bytes = 0
+        del pending
+        if not idle:
+            log.warning("%s: %d inference request(s) still running after %.1fs; abandoned", self.name, self._busy, limit)
+        else:
+            for req in self._requests:
+                if req.thread is not None:
+                    req.thread.join(timeout=1.0)
+                    req.thread = None
+        if dropped:
+            log.debug("%s: %d task(s) dropped at close", self.name, dropped)
+        return idle
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _take_pending(self, n: int) -> list[Item]:
+        items, self._pending = self._pending[:n], self._pending[n:]
+        return items
+
+    def _acquire(self) -> Request:
+        with self._cond:
+            if not self._free:
+                self.stats.blocked_submits += 1
+                self._cond.wait_for(lambda: bool(self._free) or self._closed)
+            if self._closed:
+                raise InvalidArgumentError(f"{self.name}: closed while waiting for a free request")
+            req = self._free.popleft()
+            self._busy += 1
+            self.stats.max_busy = max(self.stats.max_busy, self._busy)
+            return req
+
+    def _release(self, req: Request) -> None:
+        with self._cond:
+            self._busy -= 1
+            self._free.append(req)
+            self._cond.notify_all()
+
+    def _complete(self, item: Item, error: AvdnnError | None, result: Any = None) -> None:
+        """Record one finished inference under the lock; the first error of a task is kept."""
+        task = item.task
+        assert task is not None
+        with self._cond:
+            task.done += 1
+            if error is not None:
+                if task.error is None:
+                    task.error = error.with_context(pts=getattr(task.payload, "pts", None))
+            else:
+                task.results[item.slot] = result
+            self._cond.notify_all()
+
+    def _fail_items(self, items: Sequence[Item], err: AvdnnError) -> None:
+        for item in items:
+            with self._cond:
+                if item.task is not None:
+                    item.task.dispatched += 1
+            self._complete(item, err)
+
+    def _dispatch(self, n: int, *, in_flush: bool = False) -> None:
+        """Bind up to ``n`` pending items to a free request, fill its buffer, start it."""
+        req = self._acquire()
+        items = self._take_pending(n)
+        with self._cond:
+            for item in items:
+                assert item.task is not None
+                item.task.dispatched += 1
+            batch_no = self.stats.batches
+            self.stats.batches += 1
+        try:
+            batch, items = self._fill(req, items)
+        except BaseException as exc:
+            self._release(req)
+            err = as_error(exc, "pre-processing")
+            for item in items:
+                self._complete(item, err)
+            raise err from exc
+        if not items:
+            self._release(req)
+            return
+        if not self.async_mode:
+            self._run(req, items, batch, batch_no)
+            return
+        try:
+            self.faults.hit("worker_start", req.index, in_flush=in_flush)
+            self._start(req, items, batch, batch_no)
+        except BaseException as exc:  # noqa: BLE001 - every item completes, then the caller hears it
+            if isinstance(exc, AvdnnError):
+                err = exc
+            elif isinstance(exc, (OSError, RuntimeError)):
+                err = worker_start_error(exc)
+            else:
+                err = as_error(exc, "starting inference")
+            log.error("%s: %s", self.name, err.message)
+            for item in items:
+                self._complete(item, err)
+            self._release(req)
+            raise err from exc
+
+    def _fill(self, req: Request, items: list[Item]) -> tuple[np.ndarray, list[Item]]:
+        """Pre-process items into the request buffer; an item whose fill fails fails alone."""
+        first = items[0]
+        batch = req.input_view(len(items), first.shape, first.dtype, self.batch_size, self.stats)
+        kept: list[Item] = []
+        for item in items:
+            try:
+                item.fill(batch[len(kept)])
+            except BaseException as exc:  # noqa: BLE001 - stored on the task, reported by get_result
+                self._complete(item, as_error(exc, "pre-processing"))
+                continue
+            kept.append(item)
+        return batch[: len(kept)], kept
+
+    def _start(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> None:
+        if req.thread is not None:  # FFmpeg joins the slot's previous thread first
+            req.thread.join()
+            req.thread = None
+        if self.start_async is not None:
+            self.start_async(batch, lambda outs, exc: self._finish(req, items, outs, exc, batch_no))
+        else:
+            thread = threading.Thread(
+                target=self._run, args=(req, items, batch, batch_no),
+                name=f"{self.name}-req{req.index}", daemon=True,
+            )
+            thread.start()
+            req.thread = thread
+        with self._cond:
+            self.stats.worker_starts += 1
+
+    def _run(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> None:
+        """Run one request (inline or on its worker); never leaves an item incomplete."""
+        outputs: Sequence[np.ndarray] | None = None
+        error: BaseException | None = None
+        try:
+            self.faults.hit("inference", batch_no)
+            outputs = self.run_batch(batch)
+        except BaseException as exc:  # noqa: BLE001 - stored on every task of the batch
+            error = exc
+        self._finish(req, items, outputs, error, batch_no)
+
+    def _finish(
+        self, req: Request, items: list[Item], outputs: Sequence[np.ndarray] | None,
+        error: BaseException | None, batch_no: int,
+    ) -> None:
+        """Completion callback: post-process each item, record completion, free the request."""
+        done = 0
+        try:
+            err = as_error(error, "inference") if error is not None else _check_outputs(outputs, len(items))
+            for k, item in enumerate(items):
+                if err is not None:
+                    self._complete(item, err)
+                    done += 1
+                    continue
+                assert outputs is not None and item.task is not None
+                try:
+                    self.faults.hit("post_process", item.task.index)
+                    result = item.post([o[k : k + 1] for o in outputs])
+                except BaseException as exc:  # noqa: BLE001 - stored on the task
+                    self._complete(item, as_error(exc, "post-processing"))
+                else:
+                    self._complete(item, None, result)
+                done += 1
+        finally:
+            if done < len(items):  # an unexpected failure above: still complete the rest
+                late = ExternalError(f"{self.name}: request {req.index} ended before post-processing")
+                for item in items[done:]:
+                    self._complete(item, late)
+            self._release(req)
+
+
+def _check_outputs(outputs: Sequence[np.ndarray] | None, n: int) -> AvdnnError | None:
+    if outputs is None or len(outputs) == 0:
+        return ExternalError("inference returned no outputs")
+    for i, out in enumerate(outputs):
+        if not isinstance(out, np.ndarray) or out.ndim == 0 or out.shape[0] != n:
+            shape = getattr(out, "shape", type(out).__name__)
+            return ExternalError(f"output {i} has shape {shape}; expected {n} item(s) on the first axis")
+    return None

@@ -1,0 +1,137 @@
+"""The engine's units of work: tasks, inferences (lltasks), requests, results, counters.
+
+FFmpeg's TaskItem / LastLevelTaskItem / request items, as plain Python objects. Only the
+engine (:mod:`avdnn.dnn.engine`) mutates them, under its lock; filters see :class:`Result`.
+Also here: how a failure of a runtime, a post-processing step or a worker start becomes an
+avdnn error with FFmpeg's code.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import AvdnnError, ExternalError, OutOfMemoryError, from_errno
+from .interface import DNNAsyncStatusType
+
+
+def auto_nireq() -> int:
+    """FFmpeg's ``nireq=0``: CPU count / 2 + 1."""
+    return (os.cpu_count() or 1) // 2 + 1
+
+
+def as_error(exc: BaseException, what: str) -> AvdnnError:
+    """Any exception from a backend or a post-processing step as an avdnn error."""
+    if isinstance(exc, AvdnnError):
+        return exc
+    if isinstance(exc, MemoryError):
+        err: AvdnnError = OutOfMemoryError(f"{what}: out of memory")
+    else:
+        err = ExternalError(f"{what}: {type(exc).__name__}: {exc}")
+    err.__cause__ = exc
+    return err
+
+
+def worker_start_error(exc: BaseException) -> AvdnnError:
+    """A worker that could not start, as FFmpeg's fixed ff_dnn_start_inference_async returns it.
+
+    EAGAIN becomes AVERROR_EXTERNAL because AVERROR(EAGAIN) means "try again" to a graph and
+    would be lost at EOF; any other errno becomes AVERROR(errno). Python's own thread-start
+    failure (RuntimeError, no errno) is pthread's EAGAIN.
+    """
+    err = getattr(exc, "errno", None)
+    if not isinstance(err, int) or err <= 0:
+        err = _errno.EAGAIN
+    text = f"Unable to start async inference: {os.strerror(err)}"
+    out = ExternalError(text) if err == _errno.EAGAIN else from_errno(err, text)
+    out.__cause__ = exc
+    return out
+
+
+@dataclass(eq=False)
+class Task:
+    """One submitted unit (a frame): its inferences, completion count and first error."""
+
+    payload: Any
+    index: int
+    todo: int = 0
+    done: int = 0
+    dispatched: int = 0
+    error: AvdnnError | None = None
+    results: list[Any] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.done >= self.todo
+
+
+@dataclass(eq=False)
+class Item:
+    """One inference of a task (FFmpeg's lltask).
+
+    ``fill(dst)`` writes the input into ``dst`` (shape ``shape``, dtype ``dtype``) on the
+    submitting thread; ``post(outputs)`` turns this item's slice of the outputs (first axis
+    1) into its result, on the thread that ran the request.
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fill: Callable[[np.ndarray], None]
+    post: Callable[[list[np.ndarray]], Any]
+    task: Task | None = None
+    slot: int = 0
+
+
+@dataclass(frozen=True)
+class Result:
+    """What get_result answers: a status, and for SUCCESS/FAIL the task's payload."""
+
+    status: DNNAsyncStatusType
+    payload: Any = None
+    results: tuple[Any, ...] = ()
+    error: AvdnnError | None = None
+    index: int = -1
+
+
+@dataclass
+class EngineStats:
+    """Counters tests and benchmarks read; updated under the engine lock."""
+
+    tasks: int = 0
+    batches: int = 0
+    worker_starts: int = 0
+    buffer_allocations: int = 0
+    buffer_grows: int = 0
+    buffer_bytes: int = 0
+    max_busy: int = 0
+    blocked_submits: int = 0
+
+
+class Request:
+    """A reusable inference slot: its grow-only input buffer and its last worker thread."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.buffer: np.ndarray | None = None
+        self.grows = 0
+        self.thread: threading.Thread | None = None
+
+    def input_view(self, n: int, shape: tuple[int, ...], dtype: np.dtype, capacity: int, stats: EngineStats) -> np.ndarray:
+        """A view of this request's buffer for ``n`` items; grows (never shrinks) when needed."""
+        item_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        need = item_bytes * n
+        if self.buffer is None or self.buffer.nbytes < need:
+            if self.buffer is not None:
+                self.grows += 1
+                stats.buffer_grows += 1
+                stats.buffer_bytes -= self.buffer.nbytes
+            size = max(need, item_bytes * capacity)
+            self.buffer = np.empty(size, dtype=np.uint8)
+            stats.buffer_allocations += 1
+            stats.buffer_bytes += size
+        return self.buffer[:need].view(dtype).reshape((n, *shape))
