@@ -53,10 +53,11 @@ def build_stages(chain: str | Sequence[FilterSpec], *, tail: Sequence[FilterSpec
     try:
         for spec in specs:
             if is_avdnn_filter(spec.name):
+                flt = make_filter(spec)
                 if run:
-                    stages.append(LavfiSegment(run))
+                    stages.append(LavfiSegment([*run, *auto_format(flt)]))
                     run = []
-                stages.append(make_filter(spec))
+                stages.append(flt)
             else:
                 check_lavfi_filter(spec, avdnn_names)
                 run.append(spec)
@@ -67,6 +68,17 @@ def build_stages(chain: str | Sequence[FilterSpec], *, tail: Sequence[FilterSpec
             stage.close()
         raise
     return stages
+
+
+def auto_format(flt: Any) -> list[FilterSpec]:
+    """The format= libavfilter's negotiation would insert before an avdnn filter.
+
+    FFmpeg converts automatically to a format the next filter accepts; ending the segment
+    before an avdnn filter with its formats gets the same conversion (a no-op when the frame
+    already has one of them).
+    """
+    fmts = getattr(flt, "pix_fmts", None)
+    return [FilterSpec("format", "auto", "pix_fmts=" + "|".join(fmts))] if fmts else []
 
 
 def stage_out_rate(stage: Any, in_rate: Fraction | None) -> Fraction | None:

@@ -18,7 +18,8 @@ from ..errors import AvdnnError, ExternalError
 from ..media.frame import Frame
 from ..media.sink import Sink
 from ..media.source import Source
-from .chain import build_stages, stage_out_rate
+from .chain import auto_format, build_stages, stage_out_rate
+from .lavfi import LavfiSegment
 from .parse import FilterSpec
 from .stats import RunStats, StageStats
 
@@ -58,12 +59,22 @@ class Pipeline:
         stage = self.stages[index]
         st = self.stats.stages[index]
         first = True
+        fmts = getattr(stage, "pix_fmts", None)
+        convert: LavfiSegment | None = None
         for frame in upstream:
             if first:
                 stage_out_rate(stage, self.rate_into(index))
                 first = False
-            st.frames_in += 1
-            yield from self._guarded(stage, st, stage.push, frame)
+            if fmts and frame.format not in fmts:
+                # an avdnn filter right after the source or another avdnn filter: convert as
+                # libavfilter's negotiation would (a segment before it does this by itself)
+                convert = convert or LavfiSegment(auto_format(stage))
+                converted = [*convert.push(frame)]
+            else:
+                converted = [frame]
+            for one in converted:
+                st.frames_in += 1
+                yield from self._guarded(stage, st, stage.push, one)
         # EOF: flush until the stage has nothing left. A stage whose last batch failed returns
         # the frames before the failure first and raises on the next call, so nothing is lost.
         while True:
