@@ -1,0 +1,26 @@
+"""Detection and classification post-processing: model outputs -> :class:`~avdnn.media.detections.Detections`.
+
+Pure numpy, no DNN runtime. dnn_detect builds a :class:`DetectContext` and calls
+:func:`parse` with its ``model_type``; dnn_classify calls :func:`classify_top1`/
+:func:`classify_batch`. Modules: ``labels`` (FFmpeg's labels files), ``letterbox`` (input
+geometry and the one box mapping back to frame pixels), ``nms`` (greedy, weighted, FFmpeg's
+rule), ``registry`` (model types), one module per family.
+"""
+
+from __future__ import annotations
+
+from .blazeface import ssd_anchors
+from .classify import ClassifyResult, classify_batch, classify_top1
+from .context import DetectContext, parse_anchors
+from .labels import label_names, parse_labels, read_labels
+from .letterbox import Letterbox, boxes_to_frame, boxes_to_input, letterbox, stretch
+from .nms import ffmpeg_iou, ffmpeg_overlap_keep, iou_matrix, nms, weighted_nms
+from .registry import ModelType, Parser, get_model_type, list_model_types, parse, register_model_type
+from .yolo_modern import yolox_grid
+
+__all__ = [
+    "ClassifyResult", "DetectContext", "Letterbox", "ModelType", "Parser", "boxes_to_frame", "boxes_to_input",
+    "classify_batch", "classify_top1", "ffmpeg_iou", "ffmpeg_overlap_keep", "get_model_type", "iou_matrix",
+    "label_names", "letterbox", "list_model_types", "nms", "parse", "parse_anchors", "parse_labels", "read_labels",
+    "register_model_type", "ssd_anchors", "stretch", "weighted_nms", "yolox_grid",
+]

@@ -1,0 +1,84 @@
+"""The table of detection model types: ``model_type`` name -> parser.
+
+Every parser has one signature, ``parse(outputs, ctx) -> Detections``: ``outputs`` are the
+model's output tensors in output order (one image each), ``ctx`` a :class:`DetectContext`.
+The first four names are FFmpeg's dnn_detect ``model_type`` values; the rest are avdnn's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import InvalidArgumentError
+from ...media.detections import Detections
+from .blazeface import parse_blazeface
+from .context import DetectContext
+from .detr import parse_detr
+from .ffmpeg_ssd import parse_ssd, parse_tf
+from .ffmpeg_yolo import parse_yolo, parse_yolov3, parse_yolov4
+from .yolo_modern import parse_yolov5, parse_yolov8, parse_yolox
+
+Parser = Callable[[Sequence[np.ndarray], DetectContext], Detections]
+
+
+@dataclass(frozen=True)
+class ModelType:
+    """One registry row: the parser, whether FFmpeg has it, and whether it needs anchors."""
+
+    name: str
+    parse: Parser
+    description: str
+    ffmpeg: bool = False
+    needs_anchors: bool = False
+
+
+_MODEL_TYPES: dict[str, ModelType] = {}
+
+
+def register_model_type(name: str, *, description: str, ffmpeg: bool = False,
+                        needs_anchors: bool = False) -> Callable[[Parser], Parser]:
+    """Decorator adding a parser to the table; a name can be registered once."""
+    def add(fn: Parser) -> Parser:
+        if name in _MODEL_TYPES:
+            raise InvalidArgumentError(f"detection model type {name!r} is already registered")
+        _MODEL_TYPES[name] = ModelType(name, fn, description, ffmpeg, needs_anchors)
+        return fn
+    return add
+
+
+def list_model_types() -> list[str]:
+    """The registered names, FFmpeg's first."""
+    return sorted(_MODEL_TYPES, key=lambda n: (not _MODEL_TYPES[n].ffmpeg, list(_MODEL_TYPES).index(n)))
+
+
+def get_model_type(name: str) -> ModelType:
+    """The registry row for ``name``; an unknown name lists the known ones."""
+    try:
+        return _MODEL_TYPES[name]
+    except KeyError:
+        raise InvalidArgumentError(f"unknown detection model_type {name!r}; known: {', '.join(list_model_types())}",
+                                   option="model_type") from None
+
+
+def parse(model_type: str, outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
+    """Run the parser of ``model_type`` over one image's output tensors."""
+    return get_model_type(model_type).parse(list(outputs), ctx)
+
+
+for _row in (
+    ("ssd", parse_ssd, "output [1,1,N,7], or [1,1,N,5] + labels [1,1,N] (FFmpeg); 4 outputs = tf", True, False),
+    ("yolo", parse_yolo, "YOLO v1/v2: output 0 [1, N*D, Cx, Cy], grid from cell_w/cell_h (FFmpeg)", True, True),
+    ("yolov3", parse_yolov3, "outputs [1, N*D, Cx, Cy] (NCHW or NHWC), linear (FFmpeg)", True, True),
+    ("yolov4", parse_yolov4, "outputs [1, N*D, Cx, Cy] (NCHW or NHWC), sigmoid (FFmpeg)", True, True),
+    ("tf", parse_tf, "TF Object Detection API: num_detections, scores, classes, boxes (FFmpeg's TF path)",
+     True, False),
+    ("yolov5", parse_yolov5, "[1, N, 5+nc] cx,cy,w,h,obj,classes in input pixels; greedy NMS", False, False),
+    ("yolov8", parse_yolov8, "[1, 4+nc, N] (or [1, N, 4+nc]) anchor free; greedy NMS", False, False),
+    ("yolox", parse_yolox, "raw [1, N, 5+nc] with grids and strides 8/16/32; greedy NMS", False, False),
+    ("detr", parse_detr, "boxes [1,Q,4] cxcywh + logits [1,Q,C] (DETR, RT-DETR, D-FINE, RF-DETR)", False, False),
+    ("blazeface", parse_blazeface, "MediaPipe BlazeFace: regressors [1,N,16] + scores [1,N,1]", False, False),
+):
+    register_model_type(_row[0], description=_row[2], ffmpeg=_row[3], needs_anchors=_row[4])(_row[1])

@@ -1,0 +1,381 @@
+"""The detections record a frame carries: FFmpeg's AVDetectionBBoxHeader and AVDetectionBBox.
+
+FFmpeg stores a header (``source``, the producing model(s), 256 bytes) and per box ``int x, y,
+w, h``, ``detect_label`` (64 bytes), ``detect_confidence`` (an AVRational n/10000) and up to
+four ``classify_labels``/``classify_confidences`` (libavutil/detection_bbox.h). avdnn keeps the
+same content as numpy columns so that Python users get vectorised boxes:
+
+* ``xyxy`` (N, 4) float32: corners in frame pixels, as the parser computed them;
+* ``confidence`` (N,) float32, ``class_id`` (N,) int32 (-1 when unknown);
+* ``labels``: one detect label per box, ``classify``: the per-box classification results;
+* ``source``, ``frame_size`` (w, h) and ``pts``.
+
+FFmpeg's integer fields are what showinfo prints and drawbox draws. They come from
+:meth:`Detections.ffmpeg_boxes`: a parser that knows FFmpeg's exact integer box (the YOLO types
+truncate ``w`` before computing ``x``) passes it as ``ffmpeg_xywh``; otherwise the SSD rule
+``x = (int)x0, w = (int)x1 - x`` is applied to ``xyxy``.
+
+The record is immutable: its arrays are read-only copies, and ``with_*`` methods return new
+records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+import numpy as np
+
+from ..errors import InvalidArgumentError, InvalidDataError
+
+#: AV_DETECTION_BBOX_LABEL_NAME_MAX_SIZE: a label is at most 63 bytes plus NUL.
+LABEL_MAX_SIZE = 64
+#: sizeof(AVDetectionBBoxHeader.source): at most 255 bytes plus NUL.
+SOURCE_MAX_SIZE = 256
+#: AV_NUM_DETECTION_BBOX_CLASSIFY: classifications one box can hold.
+NUM_CLASSIFY = 4
+#: The denominator FFmpeg's detect and classify filters use for confidences.
+CONFIDENCE_DEN = 10000
+
+Classification = tuple[str, float]
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+
+
+def confidence_num(conf: np.ndarray | float) -> np.ndarray:
+    """Numerators of FFmpeg's ``av_make_q((int)(conf * 10000), 10000)``.
+
+    The product is taken in float32, as C does for ``float * int``: 0.9f * 10000 is 9000, not
+    the 8999 a double product would truncate to. The result is clamped into int range (FFmpeg
+    1ae40482 hardening) so that a huge raw score cannot overflow.
+    """
+    prod = np.asarray(conf, dtype=np.float32) * np.float32(CONFIDENCE_DEN)
+    prod64 = np.nan_to_num(prod.astype(np.float64), nan=0.0, posinf=_INT_MAX, neginf=_INT_MIN)
+    return np.trunc(np.clip(prod64, _INT_MIN, _INT_MAX)).astype(np.int32)
+
+
+def to_c_int(values: np.ndarray) -> np.ndarray:
+    """C's float-to-int conversion (truncation toward zero), clamped into int range."""
+    v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=_INT_MAX, neginf=_INT_MIN)
+    return np.trunc(np.clip(v, _INT_MIN, _INT_MAX)).astype(np.int32)
+
+
+def truncate_utf8(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes on a character boundary (av_strlcpy)."""
+    raw = text.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return text
+    return raw[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def _check_label(label: str, what: str) -> None:
+    if not isinstance(label, str):
+        raise InvalidArgumentError(f"{what}: expected a str, got {type(label).__name__}")
+    size = len(label.encode("utf-8"))
+    if size >= LABEL_MAX_SIZE:
+        raise InvalidArgumentError(
+            f"{what}: expected at most {LABEL_MAX_SIZE - 1} bytes (FFmpeg's label size), got {size}: {label!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """One box as FFmpeg's AVDetectionBBox sees it, plus avdnn's float corners and class id."""
+
+    x: int
+    y: int
+    w: int
+    h: int
+    detect_label: str
+    detect_confidence: tuple[int, int]
+    classify: tuple[Classification, ...]
+    confidence: float
+    class_id: int
+    xyxy: tuple[float, float, float, float]
+
+    @property
+    def classify_count(self) -> int:
+        return len(self.classify)
+
+    @property
+    def classify_confidences(self) -> tuple[tuple[int, int], ...]:
+        """The classify confidences as FFmpeg stores them: (num, 10000) rationals."""
+        nums = confidence_num(np.array([c for _, c in self.classify], dtype=np.float32))
+        return tuple((int(n), CONFIDENCE_DEN) for n in nums)
+
+    @property
+    def region(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """``(x, y) -> (x + w, y + h)``, the corners showinfo prints."""
+        return (self.x, self.y), (self.x + self.w, self.y + self.h)
+
+
+@dataclass(frozen=True, eq=False)
+class Detections:
+    """The boxes of one frame, as columns. See the module docstring for the field meanings.
+
+    Example:
+        >>> det = Detections(xyxy=[[16, 16, 48, 48]], confidence=[0.9], class_id=[0],
+        ...                  labels=("cat",), frame_size=(64, 64), source="det.onnx")
+        >>> box = det[0]
+        >>> (box.x, box.y, box.w, box.h, box.detect_confidence)
+        (16, 16, 32, 32, (9000, 10000))
+    """
+
+    xyxy: np.ndarray
+    confidence: np.ndarray
+    class_id: np.ndarray
+    labels: tuple[str, ...] = ()
+    classify: tuple[tuple[Classification, ...], ...] = ()
+    source: str = ""
+    frame_size: tuple[int, int] = (0, 0)
+    pts: int | None = None
+    ffmpeg_xywh: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        xyxy = np.array(self.xyxy, dtype=np.float32, copy=True)
+        if xyxy.size == 0:
+            xyxy = xyxy.reshape(0, 4)
+        if xyxy.ndim != 2 or xyxy.shape[1] != 4:
+            raise InvalidArgumentError(f"Detections.xyxy: expected shape (N, 4), got {xyxy.shape}")
+        n = xyxy.shape[0]
+        if not np.isfinite(xyxy).all():
+            bad = int((~np.isfinite(xyxy)).sum())
+            raise InvalidDataError(f"Detections.xyxy: expected finite coordinates, got {bad} NaN/inf values")
+        if (xyxy[:, 2] < xyxy[:, 0]).any() or (xyxy[:, 3] < xyxy[:, 1]).any():
+            raise InvalidDataError("Detections.xyxy: expected x1 >= x0 and y1 >= y0 for every box")
+        conf = self._column("confidence", self.confidence, np.float32, n)
+        cls = self._column("class_id", self.class_id, np.int32, n)
+        labels = tuple(self.labels) if self.labels else tuple(str(int(c)) for c in cls)
+        if len(labels) != n:
+            raise InvalidArgumentError(f"Detections.labels: expected {n} labels (one per box), got {len(labels)}")
+        for i, label in enumerate(labels):
+            _check_label(label, f"Detections.labels[{i}]")
+        classify = tuple(tuple((str(lb), float(c)) for lb, c in row) for row in self.classify) if self.classify \
+            else ((),) * n
+        if len(classify) != n:
+            raise InvalidArgumentError(f"Detections.classify: expected {n} rows (one per box), got {len(classify)}")
+        for i, row in enumerate(classify):
+            if len(row) > NUM_CLASSIFY:
+                raise InvalidArgumentError(
+                    f"Detections.classify[{i}]: expected at most {NUM_CLASSIFY} classifications, got {len(row)}")
+            for lb, _ in row:
+                _check_label(lb, f"Detections.classify[{i}] label")
+        if not isinstance(self.source, str):
+            raise InvalidArgumentError(f"Detections.source: expected a str, got {type(self.source).__name__}")
+        if len(self.source.encode("utf-8")) >= SOURCE_MAX_SIZE:
+            raise InvalidArgumentError(f"Detections.source: expected at most {SOURCE_MAX_SIZE - 1} bytes, got "
+                                       f"{len(self.source.encode('utf-8'))}")
+        fs = tuple(self.frame_size)
+        if len(fs) != 2 or any(int(v) != v or v < 0 for v in fs):
+            raise InvalidArgumentError(f"Detections.frame_size: expected (width, height) >= 0, got {self.frame_size!r}")
+        set_(self, "frame_size", (int(fs[0]), int(fs[1])))
+        if self.ffmpeg_xywh is not None:
+            ints = np.array(self.ffmpeg_xywh, dtype=np.int32, copy=True)
+            if ints.size == 0:
+                ints = ints.reshape(0, 4)
+            if ints.shape != (n, 4):
+                raise InvalidArgumentError(f"Detections.ffmpeg_xywh: expected shape ({n}, 4), got {ints.shape}")
+            ints.flags.writeable = False
+            set_(self, "ffmpeg_xywh", ints)
+        xyxy.flags.writeable = False
+        set_(self, "xyxy", xyxy)
+        set_(self, "confidence", conf)
+        set_(self, "class_id", cls)
+        set_(self, "labels", labels)
+        set_(self, "classify", classify)
+
+    @staticmethod
+    def _column(name: str, values: Any, dtype: type, n: int) -> np.ndarray:
+        arr: np.ndarray = np.array(values, dtype=dtype, copy=True)
+        if arr.shape != (n,):
+            raise InvalidArgumentError(f"Detections.{name}: expected shape ({n},) to match xyxy, got {arr.shape}")
+        arr.flags.writeable = False
+        return arr
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def empty(cls, frame_size: tuple[int, int] = (0, 0), source: str = "", pts: int | None = None) -> Detections:
+        """A record with no boxes (a frame where nothing was detected)."""
+        return cls(xyxy=np.zeros((0, 4), np.float32), confidence=np.zeros(0, np.float32),
+                   class_id=np.zeros(0, np.int32), frame_size=frame_size, source=source, pts=pts)
+
+    @classmethod
+    def merge(cls, items: Sequence[Detections]) -> Detections:
+        """Concatenate the boxes of several records of the same frame (e.g. two detectors).
+
+        Sources are joined with ", " as dnn_classify joins model names, each once.
+        """
+        if not items:
+            raise InvalidArgumentError("Detections.merge: expected at least one record, got none")
+        sizes = {d.frame_size for d in items if len(d)}
+        if len(sizes) > 1:
+            raise InvalidArgumentError(f"Detections.merge: expected records of one frame size, got {sorted(sizes)}")
+        frame_size = sizes.pop() if sizes else items[0].frame_size
+        sources: list[str] = []
+        for d in items:
+            if d.source and d.source not in sources:
+                sources.append(d.source)
+        explicit = any(d.ffmpeg_xywh is not None for d in items)
+        return cls(
+            xyxy=np.concatenate([d.xyxy for d in items]),
+            confidence=np.concatenate([d.confidence for d in items]),
+            class_id=np.concatenate([d.class_id for d in items]),
+            labels=tuple(lb for d in items for lb in d.labels),
+            classify=tuple(row for d in items for row in d.classify),
+            source=truncate_utf8(", ".join(sources), SOURCE_MAX_SIZE - 1),
+            frame_size=frame_size,
+            pts=next((d.pts for d in items if d.pts is not None), None),
+            ffmpeg_xywh=np.concatenate([d.ffmpeg_boxes() for d in items]) if explicit else None,
+        )
+
+    # -- access ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return int(self.xyxy.shape[0])
+
+    def __bool__(self) -> bool:
+        return True  # a record with no boxes is still a record (FFmpeg: side data present)
+
+    @overload
+    def __getitem__(self, index: int | np.integer) -> Box: ...
+
+    @overload
+    def __getitem__(self, index: slice | np.ndarray | Sequence[int] | Sequence[bool]) -> Detections: ...
+
+    def __getitem__(self, index: int | np.integer | slice | np.ndarray | Sequence[int] | Sequence[bool]
+                    ) -> Box | Detections:
+        """``det[i]`` is a :class:`Box`; a slice, boolean mask or index array gives a new record."""
+        if isinstance(index, (int, np.integer)):
+            n = len(self)
+            i = int(index)
+            if not -n <= i < n:
+                raise IndexError(f"box index {i} out of range for {n} boxes")
+            return self._box(i % n, self.ffmpeg_boxes()[i % n])
+        if isinstance(index, slice):
+            idx = np.arange(len(self))[index]
+        else:
+            arr = np.asarray(index)
+            if arr.dtype == bool:
+                if arr.shape != (len(self),):
+                    raise IndexError(f"boolean mask: expected shape ({len(self)},), got {arr.shape}")
+                idx = np.flatnonzero(arr)
+            elif arr.size == 0:
+                idx = np.zeros(0, np.intp)
+            elif np.issubdtype(arr.dtype, np.integer):
+                idx = arr.reshape(-1)
+            else:
+                raise IndexError(f"Detections index: expected an int, slice, bool mask or int array, got {arr.dtype}")
+        return dataclasses.replace(
+            self, xyxy=self.xyxy[idx], confidence=self.confidence[idx], class_id=self.class_id[idx],
+            labels=tuple(self.labels[i] for i in idx.tolist()),
+            classify=tuple(self.classify[i] for i in idx.tolist()),
+            ffmpeg_xywh=None if self.ffmpeg_xywh is None else self.ffmpeg_xywh[idx])
+
+    def __iter__(self) -> Iterator[Box]:
+        ints = self.ffmpeg_boxes()
+        for i in range(len(self)):
+            yield self._box(i, ints[i])
+
+    def _box(self, i: int, xywh: np.ndarray) -> Box:
+        x, y, w, h = (int(v) for v in xywh)
+        x0, y0, x1, y1 = (float(v) for v in self.xyxy[i])
+        return Box(x=x, y=y, w=w, h=h, detect_label=self.labels[i],
+                   detect_confidence=(int(confidence_num(self.confidence[i])), CONFIDENCE_DEN),
+                   classify=self.classify[i], confidence=float(self.confidence[i]),
+                   class_id=int(self.class_id[i]), xyxy=(x0, y0, x1, y1))
+
+    def ffmpeg_boxes(self) -> np.ndarray:
+        """FFmpeg's int ``x, y, w, h`` per box, (N, 4) int32.
+
+        Explicit ``ffmpeg_xywh`` when the parser gave it, else ``x = (int)x0, w = (int)x1 - x``
+        (and likewise for y/h), the truncation FFmpeg's SSD and TF parsers use.
+        """
+        if self.ffmpeg_xywh is not None:
+            return self.ffmpeg_xywh
+        ints = to_c_int(self.xyxy)
+        out = np.stack([ints[:, 0], ints[:, 1], ints[:, 2] - ints[:, 0], ints[:, 3] - ints[:, 1]], axis=1)
+        return out.astype(np.int32).reshape(-1, 4)
+
+    def confidence_q(self) -> np.ndarray:
+        """Numerators of FFmpeg's ``detect_confidence`` (over :data:`CONFIDENCE_DEN`), (N,) int32."""
+        return confidence_num(self.confidence)
+
+    # -- derived records -------------------------------------------------------------------
+
+    def with_classification(self, index: int, label: str, confidence: float) -> Detections:
+        """A new record with ``(label, confidence)`` appended to box ``index``'s classifications.
+
+        FFmpeg's dnn_classify writes past its 4-slot array on a fifth result; avdnn refuses.
+        """
+        n = len(self)
+        if not 0 <= index < n:
+            raise InvalidArgumentError(f"with_classification: box index {index} out of range for {n} boxes")
+        row = self.classify[index]
+        if len(row) >= NUM_CLASSIFY:
+            raise InvalidArgumentError(
+                f"with_classification: box {index} already has {len(row)} classifications (at most {NUM_CLASSIFY})")
+        _check_label(label, "with_classification label")
+        rows = list(self.classify)
+        rows[index] = (*row, (label, float(np.float32(confidence))))
+        return dataclasses.replace(self, classify=tuple(rows))
+
+    def with_source_appended(self, model: str) -> Detections:
+        """dnn_classify's ``av_strlcat(source, ", <model>")``, truncated at 255 bytes as FFmpeg does."""
+        return dataclasses.replace(self, source=truncate_utf8(f"{self.source}, {model}", SOURCE_MAX_SIZE - 1))
+
+    # -- comparison and JSON ----------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Detections):
+            return NotImplemented
+        return (self.frame_size == other.frame_size and self.source == other.source and self.pts == other.pts
+                and self.labels == other.labels and self.classify == other.classify
+                and np.array_equal(self.xyxy, other.xyxy) and np.array_equal(self.confidence, other.confidence)
+                and np.array_equal(self.class_id, other.class_id)
+                and np.array_equal(self.ffmpeg_boxes(), other.ffmpeg_boxes()))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; floats are the float32 values, so :meth:`from_dict` restores them exactly."""
+        ints = self.ffmpeg_boxes().tolist()
+        nums = self.confidence_q().tolist()
+        xyxy = self.xyxy.tolist()
+        conf = self.confidence.tolist()
+        cls = self.class_id.tolist()
+        boxes = [
+            {"x": b[0], "y": b[1], "w": b[2], "h": b[3], "xyxy": xyxy[i], "label": self.labels[i],
+             "class_id": cls[i], "confidence": conf[i], "detect_confidence": [nums[i], CONFIDENCE_DEN],
+             "classify": [{"label": lb, "confidence": c,
+                           "confidence_q": [int(confidence_num(c)), CONFIDENCE_DEN]} for lb, c in self.classify[i]]}
+            for i, b in enumerate(ints)
+        ]
+        return {"source": self.source, "frame_size": list(self.frame_size), "pts": self.pts, "boxes": boxes}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Detections:
+        """The inverse of :meth:`to_dict`; a malformed dict raises InvalidDataError."""
+        try:
+            boxes = list(data["boxes"])
+            return cls(
+                xyxy=np.array([b["xyxy"] for b in boxes], dtype=np.float32).reshape(-1, 4),
+                confidence=np.array([b["confidence"] for b in boxes], dtype=np.float32),
+                class_id=np.array([b["class_id"] for b in boxes], dtype=np.int32),
+                labels=tuple(b["label"] for b in boxes),
+                classify=tuple(tuple((c["label"], c["confidence"]) for c in b.get("classify", ())) for b in boxes),
+                source=data.get("source", ""),
+                frame_size=tuple(data.get("frame_size", (0, 0))),
+                pts=data.get("pts"),
+                ffmpeg_xywh=np.array([[b["x"], b["y"], b["w"], b["h"]] for b in boxes], dtype=np.int32).reshape(-1, 4),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, InvalidArgumentError | InvalidDataError):
+                raise InvalidDataError(exc.message) from exc
+            raise InvalidDataError(f"Detections.from_dict: malformed record ({type(exc).__name__}: {exc})") from exc
+
+
+__all__ = ["CONFIDENCE_DEN", "LABEL_MAX_SIZE", "NUM_CLASSIFY", "SOURCE_MAX_SIZE", "Box", "Classification",
+           "Detections", "confidence_num", "to_c_int", "truncate_utf8"]
