@@ -119,7 +119,7 @@ class AvdnnError(Exception):
         msg = self.message
         if self.file and self.file not in msg:
             msg = f"'{self.file}': {msg}"
-        if self.option and f"'{self.option}'" not in msg and self.option not in msg:
+        if self.option and f"'{self.option}'" not in msg:  # quoted: 'b' must not match "Unable"
             msg = f"option '{self.option}': {msg}"
         if self.pts is not None:
             msg = f"{msg} (frame pts {self.pts})"

@@ -79,7 +79,7 @@ def _lavfi_filter_help(name: str) -> str:
             lines.append(f"     {o.name:<22}{'':<12}{o.help}")
             continue
         default = "" if o.default is None else f" (default {o.default})"
-        lines.append(f"  {o.name:<24}<{o.type}>{'':<4}{o.help}{default}")
+        lines.append(f"  {o.name:<23} <{o.type}>{'':<4}{o.help}{default}")
     return "\n".join(lines) + "\n"
 
 
