@@ -20,12 +20,18 @@ import numpy as np
 
 
 class DNNBackendType(IntFlag):
-    """FFmpeg's backend ids; they are bit flags so a filter can declare a mask."""
+    """FFmpeg's backend ids; they are bit flags so a filter can declare a mask.
+
+    TFLITE and NATIVE are avdnn's own bits (FFmpeg has no TFLite backend; FFmpeg 5.1's
+    removed native backend was id 0, which cannot be a mask bit).
+    """
 
     TF = 1
     OV = 2
     TH = 4
     ONNX = 8
+    TFLITE = 16
+    NATIVE = 32
 
 
 class DNNDataType(IntEnum):

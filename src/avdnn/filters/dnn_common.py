@@ -31,7 +31,8 @@ from .options import INT_MAX, INT_MIN, Option, did_you_mean
 
 log = logging.getLogger("avdnn.filters")
 
-ALL_BACKENDS = DNNBackendType.TF | DNNBackendType.OV | DNNBackendType.TH | DNNBackendType.ONNX
+ALL_BACKENDS = (DNNBackendType.TF | DNNBackendType.OV | DNNBackendType.TH | DNNBackendType.ONNX
+                | DNNBackendType.TFLITE | DNNBackendType.NATIVE)
 MAX_OUTPUTS = 4
 
 DNN_BASE_OPTIONS: tuple[Option, ...] = (
@@ -52,6 +53,9 @@ def dnn_backend_option(mask: DNNBackendType, default: DNNBackendType = DNNBacken
                        lo: float = INT_MIN, hi: float = INT_MAX) -> Option:
     """A filter's own ``dnn_backend`` option: FFmpeg's constants for the backends in ``mask``."""
     consts = {n: int(f) for n, f in FFMPEG_BACKEND_NAMES.items() if f & mask}
+    for spec in KNOWN_BACKENDS.values():  # avdnn's own backends (no FFmpeg name) by their table name
+        if spec.flag & mask:
+            consts.setdefault(spec.name, int(spec.flag))
     return Option("dnn_backend", "int", int(default), lo, hi, help="DNN backend", consts=consts)
 
 
@@ -146,6 +150,18 @@ class DnnFilter(Filter):
             self.model: DnnModel | None = load_model(self.config, self.func_type, name=self.label)
         except AvdnnError as exc:
             raise exc.with_context(filter=self.label)
+
+    @classmethod
+    def help_extra(cls) -> str:
+        """``-h filter=NAME``: which of this filter's backends are installed (their options follow)."""
+        from ..dnn.backends import is_installed
+
+        rows = []
+        for spec in KNOWN_BACKENDS.values():
+            if spec.flag & cls.backend_mask:
+                state = "installed" if is_installed(spec.name) else f"not installed: pip install 'avdnn[{spec.extra}]'"
+                rows.append(f"    {spec.name:<11} ({int(spec.flag):>2}) {state}; options: {spec.option_group}")
+        return "  DNN backends:\n" + "\n".join(rows)
 
     # -- hooks for subclasses -------------------------------------------------------------
 

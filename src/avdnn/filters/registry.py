@@ -17,6 +17,12 @@ KNOWN_FILTERS: dict[str, str] = {
     "dnn_processing": "dnn_processing:DnnProcessingFilter",
     "sr": "sr:SrFilter",
     "derain": "derain:DerainFilter",
+    "dnn_detect": "dnn_detect:DnnDetectFilter",
+    "dnn_classify": "dnn_classify:DnnClassifyFilter",
+    "showinfo": "showinfo:ShowInfoFilter",
+    "drawbox": "overlay_bboxes:DrawBoxFilter",
+    "drawtext": "overlay_bboxes:DrawTextFilter",
+    "metadata_jsonl": "metadata_jsonl:MetadataJsonlFilter",
 }
 
 _loaded: dict[str, type[Filter]] = {}

@@ -43,6 +43,19 @@ def make_filter(spec: FilterSpec) -> Filter:
         raise exc.with_context(filter=spec.label)
 
 
+def takes(spec: FilterSpec) -> bool:
+    """Whether avdnn runs ``spec`` itself.
+
+    A filter class may define ``accepts(items) -> bool`` (items: the spec's (key, value) option
+    pairs) to take only some uses of a name and leave the others to libavfilter, e.g. drawbox
+    with ``box_source`` is avdnn's, drawbox with coordinates stays libavfilter's.
+    """
+    if not is_avdnn_filter(spec.name):
+        return False
+    accepts = getattr(get_filter(spec.name), "accepts", None)
+    return accepts is None or bool(accepts(split_options(spec.args) if spec.args else []))
+
+
 def build_stages(chain: str | Sequence[FilterSpec], *, tail: Sequence[FilterSpec] = ()) -> list[Any]:
     """Stages for ``chain``; ``tail`` are lavfi filters the output needs (format=...)."""
     specs = parse_chain(chain) if isinstance(chain, str) else list(chain)
@@ -52,7 +65,7 @@ def build_stages(chain: str | Sequence[FilterSpec], *, tail: Sequence[FilterSpec
     run: list[FilterSpec] = []
     try:
         for spec in specs:
-            if is_avdnn_filter(spec.name):
+            if takes(spec):
                 flt = make_filter(spec)
                 if run:
                     stages.append(LavfiSegment([*run, *auto_format(flt)]))

@@ -145,7 +145,7 @@ class OnnxRuntimeBackend:
     name: ClassVar[str] = "onnx"
     flag: ClassVar[DNNBackendType] = DNNBackendType.ONNX
     func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
-        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT}
+        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
     )
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("threads_per_operation", "int", 0, 0, 2**31 - 1,
@@ -154,7 +154,7 @@ class OnnxRuntimeBackend:
                       "threads across operations (avdnn; 0 = runtime default)"),
         BackendOption("optimization", "int", 99, 0, 99, "graph optimisation level (avdnn)", consts=_OPT_LEVELS),
         BackendOption("extra_inputs", "string", None,
-                      "values for the model's other inputs: name=v|v|...[&name2=...] or name=@file.npy (avdnn)"),
+                      help="values for the model's other inputs: name=v|v|...[&name2=...] or name=@file.npy (avdnn)"),
     )
     supports_async = True
 
@@ -241,7 +241,11 @@ class OnnxRuntimeBackend:
         in_info = TensorInfo(node.name, dims, dtype, node.type, layout, DNNColorOrder.RGB,
                              scale=1.0 if dtype == DNNDataType.UINT8 else 0.0)
         outputs = session.get_outputs()
-        names = config.output_names or (outputs[0].name,)
+        # process-frame models use their first output; detect/classify read every output in model
+        # order when none is named (FFmpeg's OpenVINO rule, which its detect parsers rely on)
+        default = (outputs[0].name,) if config.func_type == DNNFunctionType.PROCESS_FRAME else \
+            tuple(o.name for o in outputs)
+        names = config.output_names or default
         by_name = {o.name: o for o in outputs}
         out_infos = []
         for name in names:

@@ -1,0 +1,124 @@
+"""dnn_classify: classify each detected box of a frame (FFmpeg's vf_dnn_classify).
+
+FFmpeg's options: ``dnn_backend``, ``confidence`` (0..1, 0.5), ``labels``, ``target`` (only
+boxes whose detect label equals it, case-insensitive), plus every ``dnn_base`` option. One
+inference (lltask) per selected box goes through the engine, so ``batch_size`` batches the crops
+and ``async``/``nireq`` work as for every filter; the results are appended to their boxes (at
+most 4 per box) and ", <model>" to the record's source; the frame leaves when all of its boxes
+are done, in order.
+
+Deliberate differences (docs/analytics.md): every avdnn backend can classify (FFmpeg: OpenVINO
+only, and not with ``async=0``); a box that touches or crosses the frame edge is clipped to the
+frame instead of making the whole frame skip classification (FFmpeg's s.7 #16), a box with no
+area left or with 4 classifications already is skipped alone; the source gets the model name
+when any box was classified (FFmpeg: only when box 0 is selected).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..dnn import io_analytics
+from ..dnn.detect import classify_top1, read_labels
+from ..dnn.engine import Item
+from ..dnn.interface import DNNBackendType, DNNFunctionType
+from ..errors import AvdnnError
+from ..media.detections import NUM_CLASSIFY, Detections
+from ..media.frame import Frame
+from ..media.pixfmt import DNN_PIX_FMTS
+from .dnn_common import DnnFilter, dnn_backend_option, dnn_options
+from .dnn_detect import ANALYTICS_BACKENDS
+from .options import Option
+
+CLASSIFY_OPTIONS: tuple[Option, ...] = (
+    Option("confidence", "float", 0.5, 0, 1, help="threshold of confidence"),
+    Option("labels", "string", None, help="path to labels file"),
+    Option("target", "string", None, help="which one to be classified"),
+)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A classify task's payload: the frame and the indices of its boxes sent to inference."""
+
+    frame: Frame
+    indices: list[int]
+
+    @property
+    def pts(self) -> int | None:  # the engine puts it in error context
+        return self.frame.pts
+
+
+class DnnClassifyFilter(DnnFilter):
+    """Classify the boxes an upstream dnn_detect found; frames without boxes pass unchanged."""
+
+    name: ClassVar[str] = "dnn_classify"
+    description: ClassVar[str] = "Apply DNN classify filter to the input."
+    backend_mask: ClassVar[DNNBackendType] = ANALYTICS_BACKENDS
+    func_type: ClassVar[DNNFunctionType] = DNNFunctionType.ANALYTICS_CLASSIFY
+    pix_fmts: ClassVar[tuple[str, ...] | None] = DNN_PIX_FMTS
+    options: ClassVar[tuple[Option, ...]] = (
+        dnn_backend_option(ANALYTICS_BACKENDS), *CLASSIFY_OPTIONS, *dnn_options(ANALYTICS_BACKENDS))
+
+    def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
+        self.labels = read_labels(values["labels"]) if values.get("labels") else None
+        super().__init__(values, label=label)
+        self.confidence = float(values.get("confidence", 0.5))
+        target = values.get("target")
+        self.target = target.lower() if target else None
+        self._specs: dict[tuple[int, int], io_analytics.InputSpec] = {}
+
+    def selected(self, det: Detections, width: int, height: int) -> list[tuple[int, tuple[int, int, int, int]]]:
+        """(box index, clipped x, y, w, h) of every box this filter classifies, in box order."""
+        out = []
+        for i, box in enumerate(det):
+            if self.target is not None and box.detect_label.lower() != self.target:
+                continue
+            if box.classify_count >= NUM_CLASSIFY:
+                continue
+            clipped = io_analytics.clip_box(box.x, box.y, box.w, box.h, width, height)
+            if clipped[2] > 0 and clipped[3] > 0:
+                out.append((i, clipped))
+        return out
+
+    def spec(self, width: int, height: int) -> io_analytics.InputSpec:
+        key = (width, height)
+        if key not in self._specs:
+            assert self.model is not None
+            try:
+                self._specs[key] = io_analytics.input_spec(self.model.get_input(), width, height)
+            except AvdnnError as exc:
+                raise exc.with_context(filter=self.label, file=self.config.model)
+        return self._specs[key]
+
+    def filter(self, frame: Frame) -> list[Frame]:
+        self.raise_pending()
+        det = frame.side_data.detections
+        if det is None or len(det) == 0:
+            return self.submit(_Job(frame, []), [])
+        chosen = self.selected(det, frame.width, frame.height)
+        if not chosen:
+            return self.submit(_Job(frame, []), [])
+        spec = self.spec(frame.width, frame.height)
+        confidence, labels = self.confidence, self.labels
+
+        def post(outputs: list[Any]) -> Any:
+            return classify_top1(outputs[0], confidence=confidence, labels=labels)
+
+        items = [Item(spec.shape, spec.dtype, io_analytics.classify_fill(frame, box, spec), post)
+                 for _, box in chosen]
+        return self.submit(_Job(frame, [i for i, _ in chosen]), items)
+
+    def finish(self, payload: Any, results: tuple[Any, ...]) -> Frame:
+        frame, indices = payload.frame, payload.indices
+        if not indices:
+            return frame
+        det: Detections = frame.side_data.detections
+        for index, result in zip(indices, results, strict=True):
+            if result is not None:
+                det = det.with_classification(index, result.label, result.confidence)
+        det = det.with_source_appended(self.config.model)
+        frame.side_data = frame.side_data.copy()
+        frame.side_data.detections = det
+        return frame

@@ -1,0 +1,96 @@
+"""metadata_jsonl: write each frame's detections as one JSON line (schema in docs/analytics.md).
+
+Named after FFmpeg's ``metadata`` filter, whose ``mode=print:file=...`` writes frame metadata
+to a file while the frames go on: this one does the same for avdnn's detections, in JSON Lines.
+It passes every frame unchanged, so it sits anywhere in a chain next to a video output
+(``-vf dnn_detect=...,metadata_jsonl=file=out.jsonl,drawbox=... out.mp4``) or in the Python
+API. Options: ``file`` (path, ``-`` = standard output; FFmpeg's name), ``direct`` (flush after
+every line, as FFmpeg's metadata ``direct``). The file is flushed and closed at end of stream
+and on close; a frame without detections still gets its line (``"boxes": []``).
+
+One line per frame::
+
+    {"version": 1, "n": 0, "pts": 0, "time_base": "1/25", "time": 0.0, "width": 64, "height": 64,
+     "source": "det.onnx", "boxes": [{"x": 16, "y": 16, "w": 32, "h": 32, "xyxy": [16.0, 16.0, 48.0, 48.0],
+     "label": "face", "class_id": 0, "confidence": 0.9, "detect_confidence": [9000, 10000],
+     "classify": [{"label": "happy", "confidence": 0.8, "confidence_q": [8000, 10000]}]}]}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import IO, Any, ClassVar
+
+from ..errors import InvalidArgumentError, from_errno
+from ..media.frame import Frame
+from .base import Filter
+from .options import Option
+
+#: Bumped when a field changes meaning or disappears (adding fields keeps it).
+SCHEMA_VERSION = 1
+
+
+def frame_record(frame: Frame, n: int) -> dict[str, Any]:
+    """The JSON-ready record of one frame (``n``: its index in the stream)."""
+    det = frame.side_data.detections
+    tb = frame.time_base
+    time = frame.time
+    boxes = det.to_dict()["boxes"] if det is not None else []
+    return {
+        "version": SCHEMA_VERSION, "n": n, "pts": frame.pts,
+        "time_base": f"{tb.numerator}/{tb.denominator}" if tb is not None else None,
+        "time": time if time is None or math.isfinite(time) else None,
+        "width": frame.width, "height": frame.height,
+        "source": det.source if det is not None else None,
+        "boxes": boxes,
+    }
+
+
+class MetadataJsonlFilter(Filter):
+    """Pass frames through; write one JSON line per frame to ``file``."""
+
+    name: ClassVar[str] = "metadata_jsonl"
+    description: ClassVar[str] = "Write each frame's detections as JSON Lines (avdnn)."
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("file", "string", None, help="set file where to write the JSON lines (- = stdout)"),
+        Option("direct", "bool", False, 0, 1, help="flush after every line"),
+    )
+
+    def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
+        super().__init__(values, label=label)
+        path = values.get("file")
+        if not path:
+            raise InvalidArgumentError("no file given: metadata_jsonl=file=out.jsonl", filter=self.label,
+                                       option="file")
+        self.path = str(path)
+        self.direct = bool(values.get("direct"))
+        self.count = 0
+        try:
+            self._out: IO[str] | None = sys.stdout if self.path == "-" else open(  # noqa: SIM115
+                self.path, "w", encoding="utf-8")
+        except OSError as exc:
+            raise from_errno(exc.errno or 5, f"could not open '{self.path}': {exc.strerror}", filter=self.label,
+                             file=self.path) from exc
+
+    def filter(self, frame: Frame) -> list[Frame]:
+        if self._out is None:
+            raise InvalidArgumentError("metadata_jsonl: write after close", filter=self.label)
+        self._out.write(json.dumps(frame_record(frame, self.count), ensure_ascii=False, allow_nan=False) + "\n")
+        self.count += 1
+        if self.direct:
+            self._out.flush()
+        return [frame]
+
+    def flush(self) -> list[Frame]:
+        if self._out is not None:
+            self._out.flush()
+        return []
+
+    def close(self) -> None:
+        out, self._out = self._out, None
+        if out is not None and out is not sys.stdout:
+            out.close()
+        elif out is not None:
+            out.flush()
