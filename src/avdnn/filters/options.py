@@ -151,8 +151,12 @@ def _g(v: float | None) -> str:
 
 
 def closest(name: str, candidates: Iterable[str]) -> list[str]:
-    """Up to three candidates closest to ``name``, for "did you mean" messages."""
-    return difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.5)
+    """Up to three candidates closest to ``name``, for "did you mean" messages.
+
+    Without repeats (a name may be both avdnn's and libavfilter's) and never ``name`` itself.
+    """
+    unique = [c for c in dict.fromkeys(candidates) if c != name]
+    return difflib.get_close_matches(name, unique, n=3, cutoff=0.5)
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:

@@ -75,6 +75,8 @@ class Pipeline:
             for one in converted:
                 st.frames_in += 1
                 yield from self._guarded(stage, st, stage.push, one)
+            if getattr(stage, "finished", False):
+                break  # the stage takes no more input (trim reached its end): stop reading, as ffmpeg does
         # EOF: flush until the stage has nothing left. A stage whose last batch failed returns
         # the frames before the failure first and raises on the next call, so nothing is lost.
         while True:
@@ -89,6 +91,7 @@ class Pipeline:
     def _guarded(stage: Any, st: StageStats, fn: Callable[..., Any], *args: Any) -> Iterator[Frame]:
         """Frames from one push/flush, one at a time; a filter error is counted and re-raised."""
         before = sum(stage.failed.values())
+        pts = getattr(args[0], "pts", None) if args else None  # the frame being pushed, if any
         try:
             it = iter(fn(*args))
             while True:
@@ -100,7 +103,7 @@ class Pipeline:
                 st.failed.update(stage.failed)
                 yield out
         except AvdnnError as exc:
-            exc.with_context(filter=stage.label)
+            exc.with_context(filter=stage.label, pts=pts)
             st.failed.update(stage.failed)
             if sum(stage.failed.values()) == before:
                 st.failed[exc.message] = st.failed.get(exc.message, 0) + 1
@@ -109,7 +112,7 @@ class Pipeline:
             raise
         except Exception as exc:  # a bug or a foreign error escaping a filter: still one line
             st.failed.update(stage.failed)
-            raise ExternalError(f"{type(exc).__name__}: {exc}", filter=stage.label) from exc
+            raise ExternalError(f"{type(exc).__name__}: {exc}", filter=stage.label, pts=pts) from exc
         st.failed.update(stage.failed)
 
     def rate_into(self, index: int) -> Fraction | None:

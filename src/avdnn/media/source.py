@@ -114,6 +114,14 @@ class Source:
         return frame
 
     def close(self) -> None:
+        # Park the decoder's frame threads first, with the GIL released (flush_buffers is nogil):
+        # freeing a frame-threaded decoder from a dealloc holds the GIL while it joins workers,
+        # and a worker logging through PyAV's Python log callback then deadlocks (seen with
+        # h264 stopped early by -frames:v while the CLI forwards FFmpeg's log lines).
+        try:
+            self._stream.codec_context.flush_buffers()
+        except Exception:  # noqa: BLE001 - closing must not fail on a decoder that never opened
+            pass
         self._container.close()
 
     def __enter__(self) -> Source:

