@@ -9,6 +9,8 @@ frames closes every stage exactly once.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -96,7 +98,10 @@ def test_cli_failure_finishes_the_output(tmp_path: Path, boom: type[Filter], nam
     assert "Traceback" not in res.err
     errors = [line for line in res.err.splitlines() if line.startswith("avdnn: ")]
     assert errors[0] == "avdnn: avdnn_test_boom: model runtime exploded (frame pts 5)"
-    assert f"frames: read {K + 1}, written {K}, failed 1" in res.err
+    # the decoder thread may have read ahead; those frames are accounted as unfinished
+    read = int(re.search(r"frames: read (\d+), written (\d+), failed 1", res.err).group(1))
+    assert f"written {K}, failed 1" in res.err
+    assert read == K + 1 or f"unfinished in input (decoded ahead): {read - K - 1}" in res.err
     assert "failed in avdnn_test_boom: model runtime exploded: 1" in res.err
     assert f"was finished cleanly with the {K} frames before the error" in res.err
     assert _decoded(out) == K
@@ -118,7 +123,7 @@ def test_api_failure_raises_with_stats(tmp_path: Path, boom: type[Filter]) -> No
     assert exc.filter == "avdnn_test_boom" and exc.pts == K
     assert exc.stats is not None
     assert exc.stats.frames_written == K
-    assert exc.stats.frames_read == K + 1
+    assert exc.stats.frames_read - exc.stats.read_ahead == K + 1  # the decoder thread may read ahead
     assert exc.stats.frames_failed == {"avdnn_test_boom: model runtime exploded": 1}
     assert exc.stats.check(), exc.stats.summary()
     assert _decoded(out) == K

@@ -10,6 +10,7 @@ into a normal EOF. Every stage is closed on every exit path, including an early 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
@@ -22,6 +23,10 @@ from .chain import auto_format, build_stages, stage_out_rate
 from .lavfi import LavfiSegment
 from .parse import FilterSpec
 from .stats import RunStats, StageStats
+from .threads import Writer, prefetch
+
+#: Frames queued between the decoder, the chain and the encoder threads (bounds memory).
+QUEUE_DEPTH = 4
 
 ProgressFn = Callable[[RunStats, Frame], None]
 
@@ -36,8 +41,13 @@ class Pipeline:
         *,
         sink: Sink | None = None,
         max_frames: int | None = None,
+        threaded: bool | None = None,
     ) -> None:
         self.source = source
+        #: Decode and encode on threads of their own (AVDNN_THREADS=0 turns it off).
+        self.threaded = threaded if threaded is not None else os.environ.get("AVDNN_THREADS", "1") != "0"
+        self._reader: Any = None
+        self._taken = 0
         self.sink = sink
         self.max_frames = max_frames
         if sink is not None:
@@ -122,9 +132,17 @@ class Pipeline:
             rate = stage_out_rate(stage, rate)
         return rate
 
+    def _consumed(self, it: Iterator[Frame]) -> Iterator[Frame]:
+        for frame in it:
+            self._taken += 1
+            yield frame
+
     def frames(self) -> Iterator[Frame]:
         """The frames leaving the chain, in order; closes everything when exhausted or closed."""
         it: Iterator[Frame] = self._read()
+        if self.threaded:
+            it = self._reader = prefetch(it, QUEUE_DEPTH, name="avdnn-decode")
+            it = self._consumed(it)
         for i in range(len(self.stages)):
             it = self._stage(i, it)
         try:
@@ -136,33 +154,36 @@ class Pipeline:
             self.close()
 
     def run(self, progress: ProgressFn | None = None) -> RunStats:
-        """Run to the sink; returns the stats, or raises the first error after closing cleanly."""
+        """Run to the sink; returns the stats, or raises the first error after closing cleanly.
+
+        The sink writes on its own thread (when ``threaded``) while the chain works on the
+        next frames; the frames before an error are always written before the output is
+        finished.
+        """
         assert self.sink is not None, "run() needs a sink; iterate frames() otherwise"
         sink = self.sink
         frames = self.frames()
+        writer = Writer(self._writer_fn(sink, progress), QUEUE_DEPTH, name="avdnn-encode") if self.threaded else None
         try:
             for frame in frames:
-                try:
-                    sink.write(frame, self.rate_into(len(self.stages)))
-                except AvdnnError as exc:
-                    self.stats.output_failed[exc.message] = 1
-                    raise
-                self.stats.frames_written = sink.frames_written
-                if progress is not None:
-                    progress(self.stats, frame)
-                if self.max_frames is not None and sink.packets_encoded >= self.max_frames:
+                item = (frame, self.rate_into(len(self.stages)))
+                if not (writer.put(item) if writer is not None else self._write(sink, progress, item)):
                     self.stats.stopped_early = True
                     break
-        except AvdnnError as exc:
-            self.stats.error = self.stats.error or exc
+            if writer is not None:
+                writer.finish()
+        except BaseException as exc:
             frames.close()
+            if writer is not None:
+                try:
+                    writer.finish()  # the frames before the error still reach the output
+                except AvdnnError:
+                    pass
             sink.abort()
-            self._sync_sink_stats()
-            exc.stats = self.stats
-            raise
-        except BaseException:
-            frames.close()
-            sink.abort()
+            self._sync_sink_stats(writer)
+            if isinstance(exc, AvdnnError):
+                self.stats.error = self.stats.error or exc
+                exc.stats = self.stats
             raise
         frames.close()
         try:
@@ -174,8 +195,24 @@ class Pipeline:
             self.stats.error = exc
             exc.stats = self.stats
             raise
-        self._sync_sink_stats()
+        self._sync_sink_stats(writer)
         return self.stats
+
+    def _writer_fn(self, sink: Sink, progress: ProgressFn | None) -> Callable[[Any], bool]:
+        return lambda item: self._write(sink, progress, item)
+
+    def _write(self, sink: Sink, progress: ProgressFn | None, item: tuple[Frame, Fraction | None]) -> bool:
+        """Write one frame; False once -frames:v is reached."""
+        frame, rate = item
+        try:
+            sink.write(frame, rate)
+        except AvdnnError as exc:
+            self.stats.output_failed[exc.message] = 1
+            raise
+        self.stats.frames_written = sink.frames_written
+        if progress is not None:
+            progress(self.stats, frame)
+        return self.max_frames is None or sink.packets_encoded < self.max_frames
 
     def _start_empty(self, sink: Sink) -> None:
         """No frame reached the sink: open it from the chain's negotiated output, as ffmpeg does."""
@@ -188,7 +225,10 @@ class Pipeline:
             if src.width and src.height and src.pix_fmt:
                 sink.start(src.width, src.height, src.pix_fmt, sar=src.sample_aspect_ratio, rate=src.frame_rate)
 
-    def _sync_sink_stats(self) -> None:
+    def _sync_sink_stats(self, writer: Writer | None = None) -> None:
+        if writer is not None and writer.unwritten:
+            self.stats.over_limit += writer.unwritten
+            self.stats.stopped_early = True
         if self.sink is not None:
             self.stats.frames_written = self.sink.frames_written
             self.stats.sink_dropped = self.sink.frames_dropped
@@ -199,6 +239,9 @@ class Pipeline:
         if self._closed:
             return
         self._closed = True
+        if self._reader is not None:
+            self._reader.close()  # joins the decoder thread before the input is closed
+            self.stats.read_ahead = self.stats.frames_read - self._taken
         first: BaseException | None = None
         for stage in self.stages:
             try:

@@ -39,6 +39,8 @@ class RunStats:
     sink_duplicated: int = 0
     #: Frames that reached the sink but were not written because -frames:v was reached.
     over_limit: int = 0
+    #: Frames decoded ahead on the decoder thread that never entered the chain (early stop, error).
+    read_ahead: int = 0
     #: Frames the output could not take (encoder or muxer failure), by cause.
     output_failed: dict[str, int] = field(default_factory=dict)
     stopped_early: bool = False
@@ -71,6 +73,8 @@ class RunStats:
                 added[stage.label] = -r
         if self.sink_dropped:
             dropped["output fps_mode"] = self.sink_dropped
+        if self.read_ahead:
+            unfinished["input (decoded ahead)"] = self.read_ahead
         if self.over_limit:
             unfinished["output (-frames:v reached)"] = self.over_limit
         return dropped, added, unfinished

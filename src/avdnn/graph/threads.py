@@ -1,0 +1,179 @@
+"""Overlap decoding, the chain and encoding with bounded hand-offs between threads.
+
+PyAV releases the GIL while libavcodec decodes and encodes, and the DNN runtimes release it
+while they infer, so a decoder thread feeding the chain and an encoder thread draining it
+keep both cores busy. The hand-offs are bounded :class:`Channel` s (memory stays bounded),
+carry frames in order (one producer, one consumer each), and carry errors: a failure on
+either side reaches the other as an exception, and a consumer that stops early cancels the
+producer, which then stops at its next frame. Waits are on conditions, never sleeps.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+_END = object()
+
+
+class Cancelled(Exception):
+    """The other side of a channel stopped early; the producer should stop quietly."""
+
+
+class Channel(Generic[T]):
+    """A bounded FIFO between one producer and one consumer thread, with end and error."""
+
+    def __init__(self, depth: int) -> None:
+        self._items: deque[Any] = deque()
+        self._depth = max(1, depth)
+        self._cond = threading.Condition()
+        self._error: BaseException | None = None
+        self._ended = False
+        self._cancelled = False
+
+    def put(self, item: T) -> None:
+        """Blocks while full; raises Cancelled once the consumer has gone."""
+        with self._cond:
+            while len(self._items) >= self._depth and not self._cancelled:
+                self._cond.wait()
+            if self._cancelled:
+                raise Cancelled
+            self._items.append(item)
+            self._cond.notify_all()
+
+    def end(self, error: BaseException | None = None) -> None:
+        """No more items; ``error`` is raised to the consumer after the items before it."""
+        with self._cond:
+            self._ended = True
+            self._error = error
+            self._cond.notify_all()
+
+    def cancel(self) -> None:
+        """The consumer stops: wake and stop the producer; drop what is queued."""
+        with self._cond:
+            self._cancelled = True
+            self._items.clear()
+            self._cond.notify_all()
+
+    def get(self) -> Any:
+        """The next item, or ``_END``; raises the producer's error after its last item."""
+        with self._cond:
+            while not self._items and not self._ended:
+                self._cond.wait()
+            if self._items:
+                item = self._items.popleft()
+                self._cond.notify_all()
+                return item
+            if self._error is not None:
+                raise self._error
+            return _END
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+
+def prefetch(source: Iterator[T], depth: int, *, name: str) -> Iterator[T]:
+    """Run ``source`` on its own thread, ``depth`` items ahead of the consumer.
+
+    Closing the returned generator cancels the producer and joins its thread, so whoever
+    owns the underlying resource can close it safely afterwards.
+    """
+    chan: Channel[T] = Channel(depth)
+
+    def produce() -> None:
+        try:
+            for item in source:
+                chan.put(item)
+        except Cancelled:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            chan.end(exc)
+            return
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()
+        chan.end()
+
+    thread = threading.Thread(target=produce, name=name, daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = chan.get()
+            if item is _END:
+                return
+            yield item
+    finally:
+        chan.cancel()
+        thread.join()
+
+
+class Writer:
+    """Feeds a consumer function from a thread of its own, through a bounded channel.
+
+    ``put`` raises the consumer's first error; ``finish`` waits for the last item and
+    raises it too. ``stopped`` becomes true when the consumer asks for no more (a frame
+    limit was reached).
+    """
+
+    def __init__(self, consume: Callable[[Any], bool], depth: int, *, name: str) -> None:
+        self._consume = consume
+        self._chan: Channel[Any] = Channel(depth)
+        self.error: BaseException | None = None
+        self.stopped = threading.Event()
+        #: Items accepted or offered after the consumer stopped, never consumed.
+        self.unwritten = 0
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                item = self._chan.get()
+                if item is _END:
+                    return
+                if not self._consume(item):
+                    self.unwritten += len(self._chan)
+                    self.stopped.set()
+                    self._chan.cancel()
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the producer
+            self.error = exc
+            self._chan.cancel()
+
+    def put(self, item: Any) -> bool:
+        """Queue one item; False once the consumer stopped; raises its error."""
+        if self.error is not None:
+            raise self.error
+        if self.stopped.is_set():
+            self.unwritten += 1
+            return False
+        try:
+            self._chan.put(item)
+        except Cancelled:
+            if self.error is not None:
+                raise self.error from None
+            self.unwritten += 1
+            return False
+        return True
+
+    def pending(self) -> int:
+        """Items queued and not consumed (they were never written if the consumer stopped)."""
+        return len(self._chan)
+
+    def finish(self) -> None:
+        """Wait until every queued item is consumed; raise the consumer's error."""
+        self._chan.end()
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def abort(self) -> None:
+        """Stop without waiting for queued items (after an error on the producer side)."""
+        self._chan.cancel()
+        self._thread.join()
