@@ -22,7 +22,9 @@ from avdnn.dnn.backends.mock import MockBackend
 from avdnn.dnn.interface import DNNDataType, DNNFunctionType, DNNLayout, ModelConfig
 from avdnn.errors import BackendUnavailableError, InvalidArgumentError, NotSupportedError
 
-INSTALLED = [n for n in registry.list_backends() if registry.is_installed(n)]
+# The backends that read these ONNX models as float NCHW; every backend, each with its own
+# format, goes through tests/backends/test_contract.py.
+INSTALLED = [n for n in ("onnx",) if registry.is_installed(n)]
 
 
 def _load(name: str, tmp_path: Path, batch_size: int = 1):
@@ -92,8 +94,8 @@ def test_registry_table() -> None:
     assert int(spec.flag) == 8 and spec.extra == "onnxruntime"
     assert registry.spec_for(8) is spec and registry.spec_for("onnxruntime") is spec
     with pytest.raises(NotSupportedError) as info:
-        registry.spec_for("openvino")
-    assert "available: onnx" in info.value.message
+        registry.spec_for("caffe")
+    assert "available: " in info.value.message and "onnx" in info.value.message
     with pytest.raises(InvalidArgumentError):
         registry.register_backend(spec)
 
@@ -101,15 +103,15 @@ def test_registry_table() -> None:
 def test_missing_runtime_is_an_install_hint() -> None:
     from avdnn.dnn.interface import DNNBackendType
 
-    fake = registry.BackendSpec("tflite", DNNBackendType(16), "tflite", "TFLiteBackend", "tflite", "no_such_module_x")
+    fake = registry.BackendSpec("fakert", DNNBackendType(1 << 10), "fakert", "FakeBackend", "fakert", "no_such_module_x")
     registry.register_backend(fake)
     try:
         with pytest.raises(BackendUnavailableError) as info:
-            registry.backend_class("tflite")
-        assert "pip install 'avdnn[tflite]'" in info.value.message
+            registry.backend_class("fakert")
+        assert "pip install 'avdnn[fakert]'" in info.value.message
         assert isinstance(info.value, ImportError)
     finally:
-        registry.unregister_backend("tflite")
+        registry.unregister_backend("fakert")
 
 
 def test_importing_the_dnn_module_imports_no_runtime() -> None:

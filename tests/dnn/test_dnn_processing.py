@@ -228,7 +228,10 @@ def test_corrupt_model_file(tmp_path) -> None:
     assert "bad.onnx" in str(info.value)
 
 
-def test_backend_not_available() -> None:
+def test_backend_not_available(monkeypatch) -> None:
+    from avdnn.dnn import backends
+
+    monkeypatch.delitem(backends.KNOWN_BACKENDS, "tensorflow")  # a backend avdnn does not have
     with pytest.raises(NotSupportedError) as info:
         make_filter("dnn_processing", dnn_backend="tensorflow", model="m.pb")
     assert "tensorflow" in info.value.message and "onnx" in info.value.message

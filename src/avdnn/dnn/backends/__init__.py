@@ -4,10 +4,11 @@ Each row names a backend the way FFmpeg's ``dnn_backend`` option does, its FFmpe
 the avdnn module and class that implement it, the pip extra that installs its runtime and
 the import that proves the runtime is there. ``import avdnn`` imports no runtime; the
 backend module itself imports its runtime only when a model is loaded, so its option rows
-can be listed (``-h``) without it. Adding OpenVINO, LibTorch, TensorFlow, TFLite or the
-native format is one row each::
+can be listed (``-h``) without it. Each backend is one row, e.g.::
 
     BackendSpec("openvino", DNNBackendType.OV, "openvino", "OpenVINOBackend", "openvino", "openvino"),
+
+The native backend needs only numpy; its ``extra`` names no real extra (it is always installed).
 """
 
 from __future__ import annotations
@@ -41,15 +42,27 @@ KNOWN_BACKENDS: dict[str, BackendSpec] = {
     for spec in (
         BackendSpec("onnx", DNNBackendType.ONNX, "onnxruntime", "OnnxRuntimeBackend", "onnxruntime",
                     "onnxruntime", "dnn_onnx", aliases=("onnxruntime",)),
+        BackendSpec("openvino", DNNBackendType.OV, "openvino", "OpenVINOBackend", "openvino", "openvino",
+                    "dnn_openvino", aliases=("ov",)),
+        BackendSpec("torch", DNNBackendType.TH, "torch", "TorchBackend", "torch", "torch", "dnn_th",
+                    aliases=("pytorch", "libtorch")),
+        BackendSpec("tensorflow", DNNBackendType.TF, "tensorflow", "TensorFlowBackend", "tensorflow",
+                    "tensorflow", "dnn_tensorflow", aliases=("tf",)),
+        BackendSpec("tflite", DNNBackendType.TFLITE, "tflite", "TFLiteBackend", "tflite", "ai_edge_litert",
+                    "dnn_tflite", aliases=("litert",)),
+        BackendSpec("native", DNNBackendType.NATIVE, "native", "NativeBackend", "native", "numpy", "dnn_native"),
     )
 }
 
-#: FFmpeg's dnn_backend constants, whether or not avdnn has the backend yet.
+#: FFmpeg's dnn_backend constants, whether or not avdnn has the backend yet, plus avdnn's
+#: tflite and native (FFmpeg 5.1's native was 0; here it is a mask bit like the others).
 FFMPEG_BACKEND_NAMES: dict[str, DNNBackendType] = {
     "tensorflow": DNNBackendType.TF,
     "openvino": DNNBackendType.OV,
     "torch": DNNBackendType.TH,
     "onnx": DNNBackendType.ONNX,
+    "tflite": DNNBackendType.TFLITE,
+    "native": DNNBackendType.NATIVE,
 }
 
 _loaded: dict[str, type[Any]] = {}

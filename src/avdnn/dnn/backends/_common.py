@@ -1,0 +1,206 @@
+"""What the runtime backends share: error mapping at the seam, tensor naming, layouts, pools.
+
+Nothing here imports a runtime. Each backend module passes its own table of foreign
+exception types (looked up lazily, when an error actually happens) to :func:`map_errors`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from ...errors import (
+    AvdnnError,
+    ExternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    NotSupportedError,
+    OutOfMemoryError,
+)
+from ..interface import DYNAMIC, DNNDataType, DNNFunctionType, DNNLayout, DoneCallback, ModelConfig
+
+ErrorTable = Sequence[tuple[type[BaseException], type[AvdnnError]]]
+T = TypeVar("T")
+
+
+@contextmanager
+def map_errors(what: str, model: str, table: Callable[[], ErrorTable] = lambda: ()) -> Iterator[None]:
+    """Translate a runtime's exceptions into avdnn's tree, most specific first, ``from exc``.
+
+    ``table()`` is called only when an exception arrives, so the runtime's exception types
+    are imported only then. Unknown exceptions become :class:`ExternalError`; the runtime's
+    own message is kept inside ours.
+    """
+    try:
+        yield
+    except AvdnnError:
+        raise
+    except Exception as exc:
+        text = f"{what}: {_first_lines(exc)}"
+        rows: list[tuple[type[BaseException], type[AvdnnError]]] = [*table(), (MemoryError, OutOfMemoryError)]
+        for foreign, ours in rows:
+            if isinstance(exc, foreign):
+                raise ours(text, file=model) from exc
+        raise ExternalError(text, file=model) from exc
+
+
+def _first_lines(exc: BaseException, limit: int = 600) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check_model_file(path: str, *, directory_ok: bool = False) -> None:
+    """FFmpeg's load failure for a missing model, as AVERROR(ENOENT) before any runtime runs."""
+    if os.path.isfile(path) or (directory_ok and os.path.isdir(path)):
+        return
+    raise NotFoundError(f"model '{path}': No such file or directory", file=path)
+
+
+def check_func_type(backend: str, config: ModelConfig, allowed: Iterable[DNNFunctionType]) -> None:
+    if config.func_type not in set(allowed):
+        raise NotSupportedError(f"the {backend} backend cannot load {config.func_type.name} models")
+
+
+def dims_of(shape: Iterable[Any]) -> tuple[int, ...]:
+    """Runtime shape -> avdnn dims: positive ints kept, anything open becomes ``-1``."""
+    out = []
+    for d in shape:
+        try:
+            v = int(d)
+        except (TypeError, ValueError):
+            v = DYNAMIC
+        out.append(v if v > 0 else DYNAMIC)
+    return tuple(out)
+
+
+def guess_layout(dims: Sequence[int]) -> DNNLayout:
+    """NCHW unless the tensor plainly is NHWC: last dim 1 or 3 and dim 1 neither 1 nor 3.
+
+    FFmpeg's OpenVINO rule (``dim1 <= 3`` -> NCHW) reads a dynamic dim 1 (-1) as NCHW,
+    which is wrong for the usual ``[?,?,?,3]`` image input; this rule is not fooled by it.
+    """
+    if len(dims) == 4 and dims[3] in (1, 3) and dims[1] not in (1, 3):
+        return DNNLayout.NHWC
+    return DNNLayout.NCHW
+
+
+def data_type(dtype: Any) -> DNNDataType | None:
+    """numpy dtype -> the io_proc type (None when io_proc cannot convert it)."""
+    dt = np.dtype(dtype)
+    if dt == np.float32:
+        return DNNDataType.FLOAT
+    if dt == np.uint8:
+        return DNNDataType.UINT8
+    return None
+
+
+def tensor_scale(dtype: DNNDataType | None) -> float:
+    """FFmpeg's DNNData.scale for a plain tensor: bytes pass (1), floats are /255 (0)."""
+    return 1.0 if dtype == DNNDataType.UINT8 else 0.0
+
+
+def strip_port(name: str) -> str:
+    """``'x:0'`` -> ``'x'`` (TensorFlow's output-port suffix)."""
+    base, sep, port = name.rpartition(":")
+    return base if sep and port.isdigit() else name
+
+
+def pick(kind: str, wanted: str, available: Sequence[str], config: ModelConfig,
+         match: Callable[[str, str], bool] | None = None) -> int:
+    """Index of the tensor named ``wanted``; InvalidArgumentError listing the real names."""
+    same = match or (lambda a, b: a == b or strip_port(a) == strip_port(b))
+    for i, name in enumerate(available):
+        if same(name, wanted):
+            return i
+    raise InvalidArgumentError(
+        f"{kind} '{wanted}' is not in the model ({kind}s: {', '.join(available) or 'none'})",
+        option="input" if kind == "input" else "output", file=config.path,
+    )
+
+
+def warn_ignored_names(log: logging.Logger, backend: str, config: ModelConfig) -> None:
+    """FFmpeg's torch backend: input/output names are ignored, with a warning."""
+    if config.input_name:
+        log.warning("%s backend does not need the input name; '%s' is ignored", backend, config.input_name)
+    if config.output_names:
+        log.warning("%s backend does not need the output names; '%s' is ignored", backend,
+                    "&".join(config.output_names))
+
+
+class Pool(Generic[T]):
+    """Reusable per-thread runtime objects (TFLite interpreters, OpenVINO requests).
+
+    ``take`` hands out an idle one or makes a new one; the engine already bounds how many
+    run at once (``nireq``), so the pool never grows past that.
+    """
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._idle: list[T] = []
+        self._lock = threading.Lock()
+        self.created = 0
+
+    def take(self) -> T:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+            self.created += 1
+        return self._make()
+
+    def give(self, obj: T) -> None:
+        with self._lock:
+            self._idle.append(obj)
+
+    @contextmanager
+    def use(self) -> Iterator[T]:
+        obj = self.take()
+        try:
+            yield obj
+        finally:
+            self.give(obj)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._idle.clear()
+
+
+def split_batch(run_one: Callable[[np.ndarray], list[np.ndarray]], batch: np.ndarray) -> list[np.ndarray]:
+    """Run a fixed-batch-1 model over ``batch`` item by item and stack the outputs."""
+    if batch.shape[0] == 1:
+        return run_one(batch)
+    parts = [run_one(batch[k : k + 1]) for k in range(batch.shape[0])]
+    return [np.concatenate([p[i] for p in parts]) for i in range(len(parts[0]))]
+
+
+class OnceDone:
+    """One started request's completion: ``done`` runs once, whoever learns the outcome first."""
+
+    def __init__(self, done: DoneCallback) -> None:
+        self._done = done
+        self._lock = threading.Lock()
+        self._finished = threading.Event()
+
+    def finish(self, outputs: Sequence[np.ndarray] | None, error: BaseException | None) -> None:
+        with self._lock:
+            if self._finished.is_set():
+                return
+            self._finished.set()
+        self._done(outputs, error)
+
+    def wait(self, timeout: float) -> bool:
+        return self._finished.wait(timeout)
+
+
+def run_and_report(run: Any, batch: np.ndarray, done: DoneCallback) -> None:
+    try:
+        outputs = run(batch)
+    except BaseException as exc:  # noqa: BLE001 - handed to the engine
+        done(None, exc)
+    else:
+        done(outputs, None)

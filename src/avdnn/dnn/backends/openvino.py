@@ -1,0 +1,410 @@
+"""OpenVINO backend: IR (.xml/.bin), ONNX, TensorFlow frozen .pb and .tflite, read directly.
+
+What FFmpeg's OpenVINO backend does (reference s.3), kept here: ``device`` (default CPU;
+other names such as GPU, NPU or AUTO pass through), ``input_resizable``, ``layout``
+(none/nchw/nhwc; none guesses), ``scale`` and ``mean`` applied by OpenVINO's
+PrePostProcessor: the tensor avdnn feeds is uint8 NHWC (packed pixels, no conversion in
+Python) and the graph converts it to f32, subtracts ``mean`` and divides by ``scale``
+(``scale=0``: 255 for dnn_processing, 1 for detect/classify). A process-frame model with
+``scale=1`` and ``mean=0`` gives uint8 output (rounded and clamped in the graph; FFmpeg's
+plain convert wraps around). detect/classify models give f32 outputs and, for IR files, see
+BGR as in FFmpeg (a .pb/.tflite/.onnx read directly keeps its framework's RGB).
+
+Deliberate differences: ``batch_size > 1`` works (a fixed batch of 1 is made dynamic, or the
+batch runs item by item when the model cannot be reshaped; FFmpeg's 2.0 path forces 1);
+dynamic-shape models work (FFmpeg refuses them); ``output`` selects outputs by name
+(FFmpeg uses every output); ``precision`` (f32 default, bf16, f16) sets
+INFERENCE_PRECISION_HINT so results are exact by default (OpenVINO's own default on CPUs
+with AMX is bf16); a dynamic channel dim does not make ``layout=none`` guess NCHW.
+
+Async uses OpenVINO's own infer requests (``start_async`` + completion callback on
+OpenVINO's threads). OpenVINO's Python callback is not called when an inference fails, so
+one watcher thread also waits on every started request: whichever learns the outcome first
+completes the engine's items, so every exit path completes them. Output tensors are copied
+before their request is reused.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...errors import AvdnnError, InvalidArgumentError, InvalidDataError, NotSupportedError
+from ..interface import (
+    DYNAMIC,
+    BackendOption,
+    DNNBackendType,
+    DNNColorOrder,
+    DNNDataType,
+    DNNFunctionType,
+    DNNLayout,
+    DoneCallback,
+    ModelConfig,
+    ModelIO,
+    TensorInfo,
+)
+from ._common import (
+    ErrorTable,
+    Pool,
+    check_model_file,
+    data_type,
+    guess_layout,
+    OnceDone,
+    map_errors,
+    pick,
+    run_and_report,
+    split_batch,
+    strip_port,
+    tensor_scale,
+)
+
+log = logging.getLogger("avdnn.dnn.openvino")
+
+_LAYOUTS = {"none": 0, "nchw": 1, "nhwc": 2}
+_PRECISIONS = {"f32": 0, "bf16": 1, "f16": 2}
+_VIRTUAL_DEVICES = ("AUTO", "MULTI", "HETERO", "BATCH")
+_core: Any = None
+_core_lock = threading.Lock()
+
+
+def _table() -> ErrorTable:
+    return [(TypeError, InvalidArgumentError), (ValueError, InvalidArgumentError)]
+
+
+#: OpenVINO raises RuntimeError for everything; its message says what kind (FFmpeg's status map)
+_KEYWORDS: tuple[tuple[tuple[str, ...], type[AvdnnError]], ...] = (
+    (("ParameterMismatch", "are incompatible", "isCompatible", "conflicts with", "Invalid argument"),
+     InvalidArgumentError),
+    (("NotImplemented", "Not implemented", "is not supported"), NotSupportedError),
+    (("NotFound", "not found"), InvalidArgumentError),
+)
+
+
+@contextmanager
+def _ov_error(what: str, model: str) -> Iterator[None]:
+    with map_errors(what, model, _table):
+        try:
+            yield
+        except RuntimeError as exc:
+            text = str(exc)
+            for words, ours in _KEYWORDS:
+                if any(w in text for w in words):
+                    raise ours(f"{what}: {' '.join(text.split())[:600]}", file=model) from exc
+            raise
+
+
+def _get_core() -> Any:
+    global _core
+    import openvino as ov
+
+    with _core_lock:
+        if _core is None:
+            _core = ov.Core()
+        return _core
+
+
+def _const(value: Any, table: dict[str, int], option: str) -> int:
+    if isinstance(value, str):
+        if value.lower() not in table:
+            raise InvalidArgumentError(f"{option} '{value}' is not one of {', '.join(table)}", option=option)
+        return table[value.lower()]
+    return int(value)
+
+
+def _dims(shape: Any) -> tuple[int, ...]:
+    """An OpenVINO PartialShape as avdnn dims (-1 where dynamic; 4 x -1 for a dynamic rank)."""
+    if shape.rank.is_dynamic:
+        return (DYNAMIC,) * 4
+    return tuple(d.get_length() if d.is_static else DYNAMIC for d in shape)
+
+
+def _named(port: Any, wanted: str) -> bool:
+    """A port answers to any of its names, with or without TensorFlow's ``:0``."""
+    names = port.get_names()
+    return wanted in names or strip_port(wanted) in {strip_port(n) for n in names}
+
+
+def _device(config: ModelConfig) -> str:
+    device = config.device or "CPU"
+    head, sep, rest = device.partition(":")
+    if head.lower() in ("cpu", "gpu", "npu", "auto", "multi", "hetero", "batch"):
+        head = head.upper()
+    return head + sep + rest
+
+
+class OpenVINOBackend:
+    """One compiled OpenVINO model and its pool of infer requests."""
+
+    name: ClassVar[str] = "openvino"
+    flag: ClassVar[DNNBackendType] = DNNBackendType.OV
+    func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
+        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
+    )
+    options: ClassVar[tuple[BackendOption, ...]] = (
+        BackendOption("input_resizable", "bool", False, 0, 1, "can input be resizable or not"),
+        BackendOption("layout", "int", 0, 0, 2, "input layout of model", consts=_LAYOUTS),
+        BackendOption("scale", "float", 0.0, -(2**31), 2**31 - 1,
+                      "Add scale preprocess operation. Divide each element of input by specified value."),
+        BackendOption("mean", "float", 0.0, -(2**31), 2**31 - 1,
+                      "Add mean preprocess operation. Subtract specified value from each element of input."),
+        BackendOption("precision", "int", 0, 0, 2, "inference precision hint (avdnn; OpenVINO's CPU default is "
+                      "bf16 where the CPU has it)", consts=_PRECISIONS),
+    )
+    supports_async = True
+
+    def __init__(self, compiled: Any, config: ModelConfig, io: ModelIO, item_by_item: bool,
+                 outputs: list[int]) -> None:
+        self.config = config
+        self._compiled = compiled
+        self._io = io
+        self._indices = outputs
+        self._item_by_item = item_by_item
+        self._in_shape = compiled.inputs[0].get_partial_shape()
+        self._pool: Pool[Any] = Pool(compiled.create_infer_request)
+        self._watch: queue.Queue[tuple[Any, OnceDone] | None] | None = None
+        self._watcher: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # -- loading --------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, config: ModelConfig) -> OpenVINOBackend:
+        """Read, reshape, add pre/post-processing, compile; errors carry OpenVINO's message."""
+        check_model_file(config.path)
+        core = _get_core()
+        path = config.path
+        with _ov_error(f"model '{path}'", path):
+            try:
+                model = core.read_model(path)
+            except RuntimeError as exc:
+                raise InvalidDataError(f"OpenVINO cannot read model '{path}': {' '.join(str(exc).split())[:600]}",
+                                       file=path) from exc
+        port_names = [p.get_any_name() for p in model.inputs]
+        index = 0
+        if config.input_name:
+            index = pick("input", config.input_name, port_names, config,
+                         match=lambda a, b: _named(model.inputs[port_names.index(a)], b))
+        if len(model.inputs) > 1:
+            raise NotSupportedError(
+                f"the model has {len(model.inputs)} inputs ({', '.join(port_names)}); the openvino backend feeds one",
+                option="input", file=path)
+        outputs = cls._select_outputs(model, config)
+        scale = float(config.options.get("scale", 0.0))
+        mean = float(config.options.get("mean", 0.0))
+        layout_opt = _const(config.options.get("layout", 0), _LAYOUTS, "layout")
+        with _ov_error(f"model '{path}'", path):
+            item_by_item = cls._reshape(model, index, config, layout_opt)
+            model_layout = cls._layout(model.inputs[index], layout_opt)
+            ppp_input = cls._preprocess(model, config, model_layout, scale, mean)
+        precision = _const(config.options.get("precision", 0), _PRECISIONS, "precision")
+        props = {"INFERENCE_PRECISION_HINT": ("f32", "bf16", "f16")[precision]}
+        device = _device(config)
+        head = device.split(":")[0].split(".")[0]
+        if head not in _VIRTUAL_DEVICES and head not in {d.split(".")[0] for d in core.available_devices}:
+            raise NotSupportedError(
+                f"OpenVINO device '{device}' is not available (available: {', '.join(core.available_devices)})",
+                option="device", file=path)
+        with _ov_error(f"compiling '{path}' for {device}", path):
+            compiled = core.compile_model(model, device, props)
+        io = cls._describe(compiled, config, outputs, model_layout, ppp_input)
+        return cls(compiled, config, io, item_by_item, outputs)
+
+    @staticmethod
+    def _select_outputs(model: Any, config: ModelConfig) -> list[int]:
+        if not config.output_names:
+            return list(range(len(model.outputs)))
+        names = [o.get_any_name() if o.get_names() else f"output{i}" for i, o in enumerate(model.outputs)]
+        return [pick("output", n, names, config, match=lambda a, b: a == b or _named(model.outputs[names.index(a)], b))
+                for n in config.output_names]
+
+    @staticmethod
+    def _layout(port: Any, option: int) -> DNNLayout:
+        if option:
+            return DNNLayout(option)
+        return guess_layout(_dims(port.get_partial_shape()))
+
+    @staticmethod
+    def _reshape(model: Any, index: int, config: ModelConfig, layout_opt: int) -> bool:
+        """Open H/W (input_resizable) and a fixed batch of 1 (batch_size > 1); True: run item by item."""
+        import openvino as ov
+
+        port = model.inputs[index]
+        shape = port.get_partial_shape()
+        if shape.rank.is_dynamic or shape.rank.get_length() != 4:
+            return config.batch_size > 1
+        dims = [shape[i] for i in range(4)]
+        layout = OpenVINOBackend._layout(port, layout_opt)
+        changed = False
+        if config.options.get("input_resizable"):
+            for axis in ((1, 2) if layout == DNNLayout.NHWC else (2, 3)):
+                dims[axis], changed = ov.Dimension(), True
+        batch_one = dims[0].is_static and dims[0].get_length() == 1 and config.batch_size > 1
+        if batch_one:
+            dims[0], changed = ov.Dimension(), True
+        if not changed:
+            return False
+        try:
+            model.reshape({port: ov.PartialShape(dims)})
+        except RuntimeError as exc:
+            if not batch_one:
+                raise
+            log.info("openvino: the model keeps its batch of 1 (%s); running batches item by item", exc)
+            dims[0] = ov.Dimension(1)
+            model.reshape({port: ov.PartialShape(dims)})
+            return True
+        return False
+
+    @staticmethod
+    def _preprocess(model: Any, config: ModelConfig, layout: DNNLayout, scale: float, mean: float) -> bool:
+        """FFmpeg's PrePostProcessor: uint8 NHWC in; convert, mean, scale; True when applied."""
+        import openvino as ov
+        import openvino.opset13 as ops
+        from openvino.preprocess import PrePostProcessor
+
+        port = model.inputs[0]
+        etype = port.get_element_type()
+        four_d = port.get_partial_shape().rank.is_static and port.get_partial_shape().rank.get_length() == 4
+        process = config.func_type == DNNFunctionType.PROCESS_FRAME
+        if scale == 0.0:
+            scale = 255.0 if process and etype.is_real() else 1.0
+        if not four_d or not (etype.is_real() or etype == ov.Type.u8):
+            if scale != 1.0 or mean != 0.0:
+                raise NotSupportedError("scale/mean need a 4-D float or uint8 model input", option="scale")
+            return False
+        if etype == ov.Type.u8 and (scale != 1.0 or mean != 0.0):
+            raise NotSupportedError("scale/mean need a float model input; this one is uint8", option="scale",
+                                    file=config.path)
+        ppp = PrePostProcessor(model)
+        ppp.input(0).tensor().set_element_type(ov.Type.u8).set_layout(ov.Layout("NHWC"))
+        ppp.input(0).model().set_layout(ov.Layout("NHWC" if layout == DNNLayout.NHWC else "NCHW"))
+        if etype.is_real():
+            steps = ppp.input(0).preprocess().convert_element_type(ov.Type.f32)
+            if mean != 0.0:
+                steps.mean(mean)
+            if scale != 1.0:
+                steps.scale(scale)
+        for i, out in enumerate(model.outputs):
+            if out.get_partial_shape().rank.is_dynamic:
+                continue
+            if process and scale == 1.0 and mean == 0.0 and out.get_element_type().is_real():
+                ppp.output(i).postprocess().custom(lambda node: ops.clamp(ops.round(node, "half_to_even"), 0, 255).output(0))
+                ppp.output(i).tensor().set_element_type(ov.Type.u8)
+            elif not process and out.get_element_type() != ov.Type.f32:
+                ppp.output(i).tensor().set_element_type(ov.Type.f32)
+        ppp.build()
+        return True
+
+    @staticmethod
+    def _describe(compiled: Any, config: ModelConfig, outputs: list[int], layout: DNNLayout, ppp: bool) -> ModelIO:
+        port = compiled.inputs[0]
+        dims = _dims(port.get_partial_shape())
+        etype = port.get_element_type().to_dtype() if port.get_element_type().is_static() else None
+        dtype = data_type(etype) if etype is not None else None
+        # FFmpeg feeds detect/classify models BGR: right for OpenVINO IR (Open Model Zoo), wrong for a
+        # TensorFlow/TFLite/ONNX file read directly, which keeps its framework's RGB
+        bgr = config.func_type != DNNFunctionType.PROCESS_FRAME and config.path.lower().endswith(".xml")
+        order = DNNColorOrder.BGR if bgr else DNNColorOrder.RGB
+        in_layout = DNNLayout.NHWC if ppp else (layout if len(dims) == 4 else DNNLayout.NONE)
+        name = port.get_any_name() if port.get_names() else "input0"
+        infos = [TensorInfo(name, dims, dtype, port.get_element_type().get_type_name(), in_layout, order, tensor_scale(dtype))]
+        outs = []
+        for i in outputs:
+            o = compiled.outputs[i]
+            odims = _dims(o.get_partial_shape())
+            odt = data_type(o.get_element_type().to_dtype()) if o.get_element_type().is_static() else None
+            oname = o.get_any_name() if o.get_names() else f"output{i}"
+            outs.append(TensorInfo(oname, odims, odt, o.get_element_type().get_type_name(), layout, order, tensor_scale(odt)))
+        return ModelIO(tuple(infos), tuple(outs))
+
+    def describe(self) -> ModelIO:
+        return self._io
+
+    # -- running --------------------------------------------------------------------------
+
+    def _check(self, batch: np.ndarray) -> None:
+        """Refuse a batch OpenVINO would fail on later (its async failures have no callback)."""
+        import openvino as ov
+
+        if not self._in_shape.compatible(ov.PartialShape(list(batch.shape))):
+            raise InvalidArgumentError(
+                f"input {list(batch.shape)} does not fit the model input {self._in_shape}", file=self.config.path)
+
+    def _outputs(self, req: Any) -> list[np.ndarray]:
+        return [np.array(req.get_output_tensor(i).data, copy=True) for i in self._indices]
+
+    def _run_one(self, batch: np.ndarray) -> list[np.ndarray]:
+        with self._pool.use() as req, _ov_error(f"inference with '{self.config.path}'", self.config.path):
+            req.infer({0: batch}, share_inputs=True)
+            return self._outputs(req)
+
+    def run(self, batch: np.ndarray) -> list[np.ndarray]:
+        """One synchronous inference over ``batch`` on a pooled infer request."""
+        self._check(batch if not self._item_by_item else batch[:1])
+        if self._item_by_item:
+            return split_batch(self._run_one, batch)
+        return self._run_one(batch)
+
+    def run_async(self, batch: np.ndarray, done: DoneCallback) -> None:
+        """Start ``batch`` on an OpenVINO request; ``done`` is called exactly once, from any thread."""
+        if self._item_by_item and batch.shape[0] > 1:
+            # the engine's worker-thread path for a model that cannot take the whole batch
+            threading.Thread(target=run_and_report, args=(self.run, batch, done), daemon=True).start()
+            return
+        self._check(batch)
+        job = OnceDone(done)
+        req = self._pool.take()
+        try:
+            with _ov_error(f"starting inference with '{self.config.path}'", self.config.path):
+                req.set_callback(self._callback, (req, job))
+                req.start_async({0: batch}, share_inputs=True)
+        except BaseException:
+            self._pool.give(req)
+            raise
+        self._watch_request(req, job)
+
+    def _callback(self, userdata: tuple[Any, OnceDone]) -> None:
+        req, job = userdata
+        try:
+            outputs = self._outputs(req)
+        except BaseException as exc:  # noqa: BLE001 - reported to the engine, never lost on OpenVINO's thread
+            job.finish(None, exc)
+        else:
+            job.finish(outputs, None)
+
+    def _watch_request(self, req: Any, job: OnceDone) -> None:
+        with self._lock:
+            if self._watcher is None:
+                self._watch = queue.Queue()
+                self._watcher = threading.Thread(target=self._watch_loop, name="avdnn-openvino-watch", daemon=True)
+                self._watcher.start()
+            assert self._watch is not None
+            self._watch.put((req, job))
+
+    def _watch_loop(self) -> None:
+        assert self._watch is not None
+        while (entry := self._watch.get()) is not None:
+            req, job = entry
+            try:
+                with _ov_error(f"inference with '{self.config.path}'", self.config.path):
+                    req.wait()
+            except AvdnnError as err:
+                job.finish(None, err)
+            if not job.wait(5.0):  # OpenVINO reported success but its callback never came
+                job.finish(None, RuntimeError("OpenVINO request ended without its completion callback"))
+            self._pool.give(req)
+
+    def close(self) -> None:
+        with self._lock:
+            watcher, self._watcher = self._watcher, None
+            if self._watch is not None:
+                self._watch.put(None)
+        if watcher is not None:
+            watcher.join(timeout=10.0)
+        self._pool.clear()
+        self._compiled = None

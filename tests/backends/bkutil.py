@@ -1,0 +1,29 @@
+"""Which backend formats can run here, and why not (a plain module: conftest names collide across dirs)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import nets
+
+from avdnn.dnn import backends as registry
+
+#: format -> the modules needed to write it (besides the backend's own runtime)
+WRITERS = {
+    "onnx": ("onnx",), "openvino": ("onnx", "openvino"), "torch": ("torch",), "torch_export": ("torch",),
+    "tensorflow": ("tensorflow",), "tf_saved": ("tensorflow",), "tflite": ("tensorflow",),
+    "native": (), "openvino_pb": ("tensorflow",), "openvino_tflite": ("tensorflow",),
+}
+
+
+def skip_reason(fmt: str) -> str | None:
+    backend = nets.FORMATS[fmt][0]
+    spec = registry.spec_for(backend)
+    if not registry.is_installed(backend):
+        return f"the {backend} backend is not installed: pip install 'avdnn[{spec.extra}]'"
+    for mod in WRITERS[fmt]:
+        if importlib.util.find_spec(mod) is None:
+            return f"{mod} is needed to write the {fmt} test models"
+    if fmt == "native" and nets.native_builders() is None:
+        return "tests/native/builders.py (the native model builders) is not there"
+    return None
