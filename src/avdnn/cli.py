@@ -1,6 +1,7 @@
 """``avdnn``: the ffmpeg-shaped command line.
 
     avdnn [global options] [input options] -i INPUT [output options] OUTPUT
+    avdnn models [NAME...]        the model zoo (avdnn.zoo)
 
 It only calls the public API. Expected errors print one line, ``avdnn: <where>: <why>``,
 and exit with FFmpeg's status for the error code (the low byte of the AVERROR, as ffmpeg's
@@ -198,6 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``avdnn`` and ``python -m avdnn``; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     err = sys.stderr
+    if argv[:1] == ["models"]:  # a subcommand (ffmpeg has none; "models" cannot be an option)
+        from .zoo.listing import main as models
+
+        return models(argv[1:])
     try:
         args = parse_args(argv)
         level = LOG_LEVELS[args.loglevel]

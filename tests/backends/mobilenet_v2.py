@@ -1,4 +1,4 @@
-"""torchvision's MobileNetV2 rebuilt by hand (torchvision does not import here), same key names.
+"""torchvision's MobileNetV2 rebuilt by hand: the definition now lives in the zoo (avdnn.zoo.mobilenet_v2).
 
 ``load(path)`` returns the network with the ImageNet normalisation built in, so it takes what
 io_proc gives a float model: RGB NCHW pixels / 255.
@@ -6,54 +6,6 @@ io_proc gives a float model: RGB NCHW pixels / 255.
 
 from __future__ import annotations
 
-import torch
-from torch import nn
+from avdnn.zoo.mobilenet_v2 import InvertedResidual, MobileNetV2, load
 
-
-def _cbr(cin: int, cout: int, k: int = 3, stride: int = 1, groups: int = 1) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
-                         nn.BatchNorm2d(cout), nn.ReLU6(inplace=True))
-
-
-class InvertedResidual(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: int, expand: int) -> None:
-        super().__init__()
-        hidden = cin * expand
-        self.use_res = stride == 1 and cin == cout
-        layers: list[nn.Module] = [_cbr(cin, hidden, 1)] if expand != 1 else []
-        layers += [_cbr(hidden, hidden, 3, stride, hidden), nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
-        self.conv = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.conv(x) if self.use_res else self.conv(x)
-
-
-class MobileNetV2(nn.Module):
-    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
-                (6, 320, 1, 1))
-
-    def __init__(self, classes: int = 1000) -> None:
-        super().__init__()
-        layers: list[nn.Module] = [_cbr(3, 32, stride=2)]
-        cin = 32
-        for t, c, n, s in self.SETTINGS:
-            for i in range(n):
-                layers.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
-                cin = c
-        layers.append(_cbr(cin, 1280, 1))
-        self.features = nn.Sequential(*layers)
-        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, classes))
-        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
-        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.features((x - self.mean) / self.std)
-        return torch.softmax(self.classifier(x.mean((2, 3))), 1)
-
-
-def load(path: str) -> MobileNetV2:
-    net = MobileNetV2()
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    missing, unexpected = net.load_state_dict(state, strict=False)
-    assert set(missing) == {"mean", "std"} and not unexpected, (missing, unexpected)
-    return net.eval()
+__all__ = ["InvertedResidual", "MobileNetV2", "load"]

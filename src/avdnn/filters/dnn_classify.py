@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..dnn import io_analytics
-from ..dnn.detect import classify_top1, read_labels
+from ..dnn.detect import classify_top1
 from ..dnn.engine import Item
 from ..dnn.interface import DNNBackendType, DNNFunctionType
 from ..errors import AvdnnError
@@ -28,7 +28,7 @@ from ..media.detections import NUM_CLASSIFY, Detections
 from ..media.frame import Frame
 from ..media.pixfmt import DNN_PIX_FMTS
 from .dnn_common import DnnFilter, dnn_backend_option, dnn_options
-from .dnn_detect import ANALYTICS_BACKENDS
+from .dnn_detect import ANALYTICS_BACKENDS, labels_value
 from .options import Option
 
 CLASSIFY_OPTIONS: tuple[Option, ...] = (
@@ -62,7 +62,8 @@ class DnnClassifyFilter(DnnFilter):
         dnn_backend_option(ANALYTICS_BACKENDS), *CLASSIFY_OPTIONS, *dnn_options(ANALYTICS_BACKENDS))
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
-        self.labels = read_labels(values["labels"]) if values.get("labels") else None
+        values = self.resolve_zoo(values, label)
+        self.labels = labels_value(values.get("labels"))
         super().__init__(values, label=label)
         self.confidence = float(values.get("confidence", 0.5))
         target = values.get("target")
@@ -118,7 +119,7 @@ class DnnClassifyFilter(DnnFilter):
         for index, result in zip(indices, results, strict=True):
             if result is not None:
                 det = det.with_classification(index, result.label, result.confidence)
-        det = det.with_source_appended(self.config.model)
+        det = det.with_source_appended(self.model_source)
         frame.side_data = frame.side_data.copy()
         frame.side_data.detections = det
         return frame

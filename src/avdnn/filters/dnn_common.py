@@ -13,6 +13,10 @@ returns the results that are ready, ``flush`` runs the partial batch and waits f
 Errors keep their real code (FFmpeg rewrites execute failures to EIO; the seed patches and
 avdnn do not) and are raised only after every frame before the failure was returned: when a
 call has frames to return, the error waits for the next call, and at EOF for ``close``.
+
+``model=zoo:NAME`` (:mod:`avdnn.zoo`) is resolved here, before anything reads the options, so
+every DNN filter takes zoo models alike; the entry may also ask for a pixel format (converted
+as libavfilter's negotiation would) and edge padding (valid-convolution models).
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
+import numpy as np
+
 from ..dnn import DnnConfig, DnnModel, load_model
 from ..dnn.backends import FFMPEG_BACKEND_NAMES, KNOWN_BACKENDS, backend_class
 from ..dnn.engine import Item
 from ..dnn.interface import DNNAsyncStatusType, DNNBackendType, DNNFunctionType
 from ..errors import AvdnnError, InvalidArgumentError, OptionNotFoundError
 from ..media.frame import Frame
+from ..media.pixfmt import lookup
 from .base import Filter
 from .options import INT_MAX, INT_MIN, Option, did_you_mean
 
@@ -138,9 +145,19 @@ class DnnFilter(Filter):
 
     backend_mask: ClassVar[DNNBackendType] = ALL_BACKENDS
     func_type: ClassVar[DNNFunctionType] = DNNFunctionType.PROCESS_FRAME
+    #: the zoo entry behind ``model=zoo:NAME`` (avdnn.zoo.resolve.ZooRef), None for a file
+    zoo: Any = None
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
+        values = self.resolve_zoo(values, label)
         super().__init__(values, label=label)
+        zoo = self.zoo
+        #: what the detections' source names: the ``model`` value as given (FFmpeg's header source)
+        self.model_source: str = zoo.text if zoo is not None else str(values.get("model") or "")
+        self._zoo_fmt = zoo.spec.pix_fmt if zoo is not None else None
+        self._zoo_pad = zoo.spec.pad if zoo is not None else 0
+        if self._zoo_fmt:
+            self.pix_fmts = (self._zoo_fmt,)  # type: ignore[misc]  # what auto_format converts to before this filter
         self._error: AvdnnError | None = None
         self._error_raised = False
         self._failed_frames = 0
@@ -150,6 +167,33 @@ class DnnFilter(Filter):
             self.model: DnnModel | None = load_model(self.config, self.func_type, name=self.label)
         except AvdnnError as exc:
             raise exc.with_context(filter=self.label)
+
+    def resolve_zoo(self, values: dict[str, Any], label: str | None) -> dict[str, Any]:
+        """``values`` with ``model=zoo:NAME`` resolved (:func:`avdnn.zoo.apply`); sets ``self.zoo``.
+
+        Idempotent: subclasses that read options before DnnFilter's init call it first.
+        """
+        from ..zoo.resolve import apply, is_zoo_ref
+
+        if not is_zoo_ref(values.get("model")):
+            return values
+        try:
+            values, self.zoo = apply(values, self.options, filter_name=self.name,
+                                     backend_name=lambda v: backend_class(v, check_runtime=False).name)
+        except AvdnnError as exc:
+            raise exc.with_context(filter=label or self.name)
+        return values
+
+    def push(self, frame: Frame) -> list[Frame]:  # type: ignore[override]
+        """A zoo entry's pixel format and edge padding first, then the filter."""
+        if self._zoo_fmt and frame.format != self._zoo_fmt:
+            converted = Frame.from_av(frame.to_av().reformat(format=self._zoo_fmt))
+            frame = Frame.from_planes(converted.planes, self._zoo_fmt, pts=frame.pts, time_base=frame.time_base,
+                                      duration=frame.duration, sample_aspect_ratio=frame.sample_aspect_ratio,
+                                      side_data=frame.side_data.copy())  # colour props are the new format's
+        if self._zoo_pad:
+            frame = pad_edges(frame, self._zoo_pad)
+        return list(super().push(frame))
 
     @classmethod
     def help_extra(cls) -> str:
@@ -241,3 +285,20 @@ class DnnFilter(Filter):
             self.raise_pending()
         return frames
 
+
+
+def pad_edges(frame: Frame, pad: int) -> Frame:
+    """``frame`` with its edge pixels repeated ``pad`` times on every side (fillborders=mode=smear).
+
+    For valid-convolution models (waifu2x upconv_7 loses 7 px per side): numpy's edge mode per
+    plane; a chroma plane gets ``pad`` shifted by its subsampling (which must divide it).
+    """
+    spec = lookup(frame.format)
+    planes = []
+    for pspec, plane in zip(spec.planes, frame.planes, strict=True):
+        px, py = pad >> pspec.log2_w, pad >> pspec.log2_h
+        if px << pspec.log2_w != pad or py << pspec.log2_h != pad:
+            raise InvalidArgumentError(f"cannot pad {frame.format} frames by {pad} px (chroma subsampling)")
+        widths = [(py, py), (px, px)] + [(0, 0)] * (plane.ndim - 2)
+        planes.append(np.pad(plane, widths, mode="edge"))
+    return frame.with_planes(planes)

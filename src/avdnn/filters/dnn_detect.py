@@ -86,12 +86,13 @@ class DnnDetectFilter(DnnFilter):
         dnn_backend_option(ANALYTICS_BACKENDS), *DETECT_OPTIONS, *dnn_options(ANALYTICS_BACKENDS))
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
+        values = self.resolve_zoo(values, label)
         self.model_type = model_type_name(values.get("model_type", 0))
         row = get_model_type(self.model_type)
         if row.needs_anchors and not values.get("anchors"):
             raise InvalidArgumentError("anchors is not set while being required for YOLO models",
                                        code=AVERROR(errno.EINVAL), filter=label or self.name, option="anchors")
-        self.labels = read_labels(values["labels"]) if values.get("labels") else None
+        self.labels = labels_value(values.get("labels"))
         super().__init__(values, label=label)
         if self.config.backend == "tensorflow":
             # FFmpeg's TF path always parses the TF Object Detection API's four outputs
@@ -122,7 +123,7 @@ class DnnDetectFilter(DnnFilter):
                 nb_classes=int(self.opts.get("nb_classes", 0)), anchors=tuple(self.opts.get("anchors") or ()),
                 cell_w=int(self.opts.get("cell_w", 0)), cell_h=int(self.opts.get("cell_h", 0)),
                 labels=self.labels, letterbox=None if geom.is_stretch else geom, nms=nms,  # type: ignore[arg-type]
-                max_det=int(self.opts.get("max_det", 300)), source=self.config.model,
+                max_det=int(self.opts.get("max_det", 300)), source=self.model_source,
             )
             self._contexts[key] = (ctx, spec)
         return self._contexts[key]
@@ -154,6 +155,13 @@ class DnnDetectFilter(DnnFilter):
             frame.side_data = frame.side_data.copy()
             frame.side_data.detections = results[0]
         return frame
+
+
+def labels_value(value: Any) -> tuple[str, ...] | None:
+    """The ``labels`` option: a file read by FFmpeg's rules, or the list a zoo entry gives."""
+    if not value:
+        return None
+    return tuple(value) if isinstance(value, (tuple, list)) else read_labels(value)
 
 
 def _fields(ctx: DetectContext) -> dict[str, Any]:

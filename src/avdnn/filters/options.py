@@ -165,12 +165,22 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     return f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""
 
 
+class BoundOptions(dict[str, Any]):
+    """Option values by name, remembering which ones the user gave (``given``).
+
+    A value equal to its default is still the user's choice: ``confidence=0.5`` must win
+    over a model's own default (the zoo), so "given" cannot be told from the value.
+    """
+
+    given: frozenset[str] = frozenset()
+
+
 def bind_options(
     options: Sequence[Option],
     items: Sequence[tuple[str | None, str]],
     *,
     filter_name: str,
-) -> dict[str, Any]:
+) -> BoundOptions:
     """Turn (key | None, text) pairs into {option name: value}, FFmpeg's process_options.
 
     Positional values fill the options in declaration order; a key may be any alias; the
@@ -180,7 +190,8 @@ def bind_options(
     for opt in options:
         for n in (opt.name, *opt.aliases):
             by_name[n] = opt
-    values: dict[str, Any] = {o.name: o.default for o in options}
+    values = BoundOptions((o.name, o.default) for o in options)
+    given: set[str] = set()
     positional = iter(options)
     for key, text in items:
         if key is None:
@@ -200,4 +211,6 @@ def bind_options(
             values[opt.name] = opt.parse(text)
         except InvalidArgumentError as exc:
             raise exc.with_context(filter=filter_name, option=opt.name)
+        given.add(opt.name)
+    values.given = frozenset(given)
     return values

