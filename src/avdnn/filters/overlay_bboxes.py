@@ -23,10 +23,8 @@ from __future__ import annotations
 import errno
 import logging
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import Any, ClassVar
 
-import numpy as np
 
 from ..errors import AVERROR, InvalidArgumentError, NotSupportedError, from_av_error
 from ..media.frame import Frame
@@ -50,10 +48,7 @@ def run_lavfi(frame: Frame, nodes: Sequence[tuple[str, dict[str, str]]]) -> Fram
 
     if not nodes:
         return frame
-    tb = frame.time_base or Fraction(1, 25)
-    sar = frame.sample_aspect_ratio or Fraction(0, 1)
-    args = (f"video_size={frame.width}x{frame.height}:pix_fmt={frame.format}:time_base={tb.numerator}/"
-            f"{tb.denominator}:pixel_aspect={sar.numerator}/{sar.denominator}")
+    args = frame.buffer_args()
     graph = av.filter.Graph()
     try:
         chain = [graph.add("buffer", args)]

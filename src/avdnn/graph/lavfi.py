@@ -90,13 +90,7 @@ class LavfiSegment:
 
         tb = frame.time_base or Fraction(1, 25)
         sar = frame.sample_aspect_ratio or Fraction(0, 1)
-        args = (f"video_size={frame.width}x{frame.height}:pix_fmt={frame.format}"
-                f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={sar.numerator}/{sar.denominator}")
-        if self.in_rate:
-            args += f":frame_rate={self.in_rate.numerator}/{self.in_rate.denominator}"
-        color = frame._color_props()
-        if color is not None:  # as ffmpeg does, so the buffer does not see a property change
-            args += f":range={int(color[0])}:colorspace={int(color[1])}"
+        args = frame.buffer_args(self.in_rate)
         graph = av.filter.Graph()
         try:
             nodes = [graph.add("buffer", args)]

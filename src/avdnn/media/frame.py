@@ -168,6 +168,23 @@ class Frame:
             return (f.color_range, f.colorspace, f.color_primaries, f.color_trc)
         return self._color
 
+    def buffer_args(self, frame_rate: Fraction | None = None) -> str:
+        """Arguments of a libavfilter ``buffer`` source for frames like this one.
+
+        Colour range and space go in too, as ffmpeg sets them, so the buffer does not see a
+        property change (and warn) on the first frame.
+        """
+        tb = self.time_base or Fraction(1, 25)
+        sar = self.sample_aspect_ratio or Fraction(0, 1)
+        args = (f"video_size={self.width}x{self.height}:pix_fmt={self.format}"
+                f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={sar.numerator}/{sar.denominator}")
+        if frame_rate:
+            args += f":frame_rate={frame_rate.numerator}/{frame_rate.denominator}"
+        color = self._color_props()
+        if color is not None:
+            args += f":range={int(color[0])}:colorspace={int(color[1])}"
+        return args
+
     # -- timing ---------------------------------------------------------------------------
 
     @property

@@ -41,7 +41,6 @@ from ..interface import (
     BackendOption,
     DNNBackendType,
     DNNColorOrder,
-    DNNDataType,
     DNNFunctionType,
     DNNLayout,
     DoneCallback,
