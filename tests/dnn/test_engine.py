@@ -344,3 +344,45 @@ def test_faults_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         faults.parse_env("nowhere")
     with faults.inject(faults.Fault("inference", at=0)) as injected:
         assert faults.current_plan().faults[0] in injected.faults
+
+
+def test_async_workers_are_persistent_one_per_request() -> None:
+    """One worker thread per request slot for the whole run (not one per batch); close stops them."""
+    e, mock = engine(nireq=2, batch_size=1, async_mode=True)
+    for i in range(12):
+        e.submit(i, [item(i)])
+    e.flush()
+    assert [r.payload for r in no_hang(lambda: drain(e))] == list(range(12))
+    assert e.stats.batches == 12 and 1 <= e.stats.worker_starts <= 2
+    threads = [r.thread for r in e._requests if r.thread is not None]
+    assert threads and all(t.is_alive() for t in threads)
+    assert e.close()
+    assert all(not t.is_alive() for t in threads)
+
+
+def test_worker_start_fault_fires_on_a_started_slot() -> None:
+    """The fault point is the hand-off, so it can fail a slot whose worker already runs."""
+    plan = faults.FaultPlan((faults.Fault("worker_start", errno=errno.EAGAIN, in_flush=True),))
+    e, _ = engine(nireq=1, batch_size=2, async_mode=True, faults=plan)
+    for i in range(3):
+        e.submit(i, [item(i)])  # batch 0 starts the one worker; item 2 waits for flush
+    with pytest.raises(ExternalError) as info:
+        e.flush()
+    assert info.value.code == AVERROR_EXTERNAL and e.stats.worker_starts == 1
+    res = no_hang(lambda: drain(e))
+    assert [r.status for r in res] == [S.SUCCESS, S.SUCCESS, S.FAIL]
+    assert e.close()
+
+
+def test_unclosed_engine_stops_its_workers_when_collected() -> None:
+    import gc
+
+    e, _ = engine(nireq=1, async_mode=True)
+    e.submit(0, [item(0)])
+    no_hang(lambda: drain(e))
+    thread = e._requests[0].thread
+    assert thread is not None and thread.is_alive()
+    del e
+    gc.collect()
+    thread.join(HANG)
+    assert not thread.is_alive()

@@ -8,8 +8,10 @@ Here it exists once, with the seed patches' semantics, for every backend:
 * ``nireq`` reusable :class:`Request` slots each run up to ``batch_size`` items in one call of
   the backend's ``run``; items are packed only with items of the same shape, so a resolution
   change just starts a new batch;
-* ``async=True`` runs each started request on its own worker thread (or the backend's
-  native async API); ``async=False`` runs it inline. Both produce the same bytes;
+* ``async=True`` hands each started request to its slot's persistent worker thread (started
+  once, at the slot's first use; FFmpeg starts a thread per request run, which costs more
+  than a small model's inference) or to the backend's native async API; ``async=False``
+  runs it inline. Both produce the same bytes;
 * :meth:`Engine.submit` blocks while every request is busy, so at most
   ``nireq * batch_size`` items are in flight;
 * completion is recorded under one lock with a per-task status keeping the first error;
@@ -25,7 +27,9 @@ Here it exists once, with the seed patches' semantics, for every backend:
 from __future__ import annotations
 
 import logging
+import queue
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -81,6 +85,9 @@ class Engine:
         self._busy = 0
         self._closed = False
         self._next_index = 0
+        self._faults_on = bool(self.faults)
+        # workers of an engine nobody closed still stop when it is collected
+        weakref.finalize(self, _stop_workers, self._requests)
 
     # -- FFmpeg's execute_model -----------------------------------------------------------
 
@@ -162,7 +169,7 @@ class Engine:
         """Wait (bounded) for in-flight requests, then drop every task and buffer.
 
         Returns False when requests were still running at the deadline; they are abandoned
-        (their threads are daemons and complete into nothing).
+        (their workers are daemons, complete into nothing and then exit).
         """
         limit = self.close_timeout if timeout is None else timeout
         with self._cond:
@@ -174,9 +181,10 @@ class Engine:
             pending = self._pending
             self._pending = []
             for req in self._requests:
-                req.buffer = None
+                req.free()
             self.stats.buffer_bytes = 0
         del pending
+        self._stop_workers()  # each worker exits after the job it runs, if any
         if not idle:
             log.warning("%s: %d inference request(s) still running after %.1fs; abandoned", self.name, self._busy, limit)
         else:
@@ -194,7 +202,8 @@ class Engine:
         items, self._pending = self._pending[:n], self._pending[n:]
         return items
 
-    def _acquire(self) -> Request:
+    def _acquire(self, n: int) -> tuple[Request, list[Item], int]:
+        """A free request (waiting for one), the next ``n`` pending items and a batch number."""
         with self._cond:
             if not self._free:
                 self.stats.blocked_submits += 1
@@ -203,8 +212,15 @@ class Engine:
                 raise InvalidArgumentError(f"{self.name}: closed while waiting for a free request")
             req = self._free.popleft()
             self._busy += 1
-            self.stats.max_busy = max(self.stats.max_busy, self._busy)
-            return req
+            stats = self.stats
+            if self._busy > stats.max_busy:
+                stats.max_busy = self._busy
+            items = self._take_pending(n)
+            for item in items:
+                item.task.dispatched += 1  # type: ignore[union-attr]
+            batch_no = stats.batches
+            stats.batches += 1
+            return req, items, batch_no
 
     def _release(self, req: Request) -> None:
         with self._cond:
@@ -214,16 +230,21 @@ class Engine:
 
     def _complete(self, item: Item, error: AvdnnError | None, result: Any = None) -> None:
         """Record one finished inference under the lock; the first error of a task is kept."""
+        with self._cond:
+            self._record(item, error, result)
+            self._cond.notify_all()
+
+    @staticmethod
+    def _record(item: Item, error: AvdnnError | None, result: Any) -> None:
+        """One completion; the caller holds the lock."""
         task = item.task
         assert task is not None
-        with self._cond:
-            task.done += 1
-            if error is not None:
-                if task.error is None:
-                    task.error = error.with_context(pts=getattr(task.payload, "pts", None))
-            else:
-                task.results[item.slot] = result
-            self._cond.notify_all()
+        task.done += 1
+        if error is not None:
+            if task.error is None:
+                task.error = error.with_context(pts=getattr(task.payload, "pts", None))
+        else:
+            task.results[item.slot] = result
 
     def _fail_items(self, items: Sequence[Item], err: AvdnnError) -> None:
         for item in items:
@@ -234,14 +255,7 @@ class Engine:
 
     def _dispatch(self, n: int, *, in_flush: bool = False) -> None:
         """Bind up to ``n`` pending items to a free request, fill its buffer, start it."""
-        req = self._acquire()
-        items = self._take_pending(n)
-        with self._cond:
-            for item in items:
-                assert item.task is not None
-                item.task.dispatched += 1
-            batch_no = self.stats.batches
-            self.stats.batches += 1
+        req, items, batch_no = self._acquire(n)
         try:
             batch, items = self._fill(req, items)
         except BaseException as exc:
@@ -257,7 +271,8 @@ class Engine:
             self._run(req, items, batch, batch_no)
             return
         try:
-            self.faults.hit("worker_start", req.index, in_flush=in_flush)
+            if self._faults_on:
+                self.faults.hit("worker_start", req.index, in_flush=in_flush)
             self._start(req, items, batch, batch_no)
         except BaseException as exc:  # noqa: BLE001 - every item completes, then the caller hears it
             if isinstance(exc, AvdnnError):
@@ -284,30 +299,39 @@ class Engine:
                 self._complete(item, as_error(exc, "pre-processing"))
                 continue
             kept.append(item)
-        return batch[: len(kept)], kept
+        return (batch if len(kept) == len(items) else batch[: len(kept)]), kept
 
     def _start(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> None:
-        if req.thread is not None:  # FFmpeg joins the slot's previous thread first
-            req.thread.join()
-            req.thread = None
+        """Hand a filled request to the backend's async API or to the slot's worker.
+
+        The worker is started at the slot's first hand-off and then kept: a thread start that
+        fails is a worker that cannot start (seed 001), reported for the hand-off that needed it.
+        """
         if self.start_async is not None:
             self.start_async(batch, lambda outs, exc: self._finish(req, items, outs, exc, batch_no))
-        else:
+            return
+        if req.inbox is None:
+            inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
             thread = threading.Thread(
-                target=self._run, args=(req, items, batch, batch_no),
+                target=_serve, args=(weakref.ref(self), req, inbox),
                 name=f"{self.name}-req{req.index}", daemon=True,
             )
             thread.start()
-            req.thread = thread
-        with self._cond:
-            self.stats.worker_starts += 1
+            req.thread, req.inbox = thread, inbox
+            with self._cond:
+                self.stats.worker_starts += 1
+        req.inbox.put((items, batch, batch_no))
+
+    def _stop_workers(self) -> None:
+        _stop_workers(self._requests)
 
     def _run(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> None:
         """Run one request (inline or on its worker); never leaves an item incomplete."""
         outputs: Sequence[np.ndarray] | None = None
         error: BaseException | None = None
         try:
-            self.faults.hit("inference", batch_no)
+            if self._faults_on:
+                self.faults.hit("inference", batch_no)
             outputs = self.run_batch(batch)
         except BaseException as exc:  # noqa: BLE001 - stored on every task of the batch
             error = exc
@@ -317,30 +341,59 @@ class Engine:
         self, req: Request, items: list[Item], outputs: Sequence[np.ndarray] | None,
         error: BaseException | None, batch_no: int,
     ) -> None:
-        """Completion callback: post-process each item, record completion, free the request."""
-        done = 0
+        """Completion callback: post-process each item, then record every completion and free
+        the request under one lock (one wake-up per batch, not per item)."""
+        done: list[tuple[Item, AvdnnError | None, Any]] = []
         try:
             err = as_error(error, "inference") if error is not None else _check_outputs(outputs, len(items))
-            for k, item in enumerate(items):
-                if err is not None:
-                    self._complete(item, err)
-                    done += 1
-                    continue
-                assert outputs is not None and item.task is not None
-                try:
-                    self.faults.hit("post_process", item.task.index)
-                    result = item.post([o[k : k + 1] for o in outputs])
-                except BaseException as exc:  # noqa: BLE001 - stored on the task
-                    self._complete(item, as_error(exc, "post-processing"))
-                else:
-                    self._complete(item, None, result)
-                done += 1
+            if err is not None:
+                done = [(item, err, None) for item in items]
+            else:
+                assert outputs is not None
+                single = len(items) == 1
+                for k, item in enumerate(items):
+                    try:
+                        if self._faults_on:
+                            self.faults.hit("post_process", item.task.index)  # type: ignore[union-attr]
+                        result = item.post(list(outputs) if single else [o[k : k + 1] for o in outputs])
+                    except BaseException as exc:  # noqa: BLE001 - stored on the task
+                        done.append((item, as_error(exc, "post-processing"), None))
+                    else:
+                        done.append((item, None, result))
         finally:
-            if done < len(items):  # an unexpected failure above: still complete the rest
+            if len(done) < len(items):  # an unexpected failure above: still complete the rest
                 late = ExternalError(f"{self.name}: request {req.index} ended before post-processing")
-                for item in items[done:]:
-                    self._complete(item, late)
-            self._release(req)
+                done += [(item, late, None) for item in items[len(done):]]
+            with self._cond:
+                for item, err_, result in done:
+                    self._record(item, err_, result)
+                self._busy -= 1
+                self._free.append(req)
+                self._cond.notify_all()
+
+
+def _serve(engine_ref: weakref.ref[Engine], req: Request, inbox: queue.SimpleQueue[Any]) -> None:
+    """A request slot's worker: run each job handed to it until told to stop.
+
+    It holds its engine only while a job runs, so an engine nobody closed can still be
+    collected (its finalizer stops the workers).
+    """
+    while True:
+        job = inbox.get()
+        if job is None:
+            return
+        engine = engine_ref()
+        if engine is None:
+            return
+        engine._run(req, *job)
+        del engine, job
+
+
+def _stop_workers(requests: Sequence[Request]) -> None:
+    for req in requests:
+        if req.inbox is not None:
+            req.inbox.put(None)
+            req.inbox = None
 
 
 def _check_outputs(outputs: Sequence[np.ndarray] | None, n: int) -> AvdnnError | None:

@@ -26,6 +26,7 @@ from .interface import DNNDataType, DNNLayout, TensorInfo
 
 _INV255 = np.float32(1.0 / 255.0)
 _F255 = np.float32(255.0)
+_F0 = np.float32(0.0)
 PACKED_RGB = ("rgb24", "bgr24")
 FLOAT_GRAY = "grayf32le"
 
@@ -110,27 +111,59 @@ def read_tensor(out: np.ndarray, info: TensorInfo, fmt: str) -> np.ndarray:
         raise IOFailureError(f"model output {info.describe()} has {channels} channel(s); {fmt} needs {want}")
     item = out[0]
     if want == 3:
-        plane = item if info.layout == DNNLayout.NHWC else item.transpose(1, 2, 0)
+        planar = info.layout != DNNLayout.NHWC
+        plane = item.transpose(1, 2, 0) if planar else item
     else:
+        planar = False
         plane = item.reshape(height, width)
     if fmt == FLOAT_GRAY:
         if plane.dtype != np.float32:
             raise IOFailureError(f"grayf32 frames need a float32 model output, got {plane.dtype}")
         return np.array(plane, dtype=np.float32, order="C")
     if plane.dtype == np.uint8:
-        return np.array(plane, order="C")
+        return interleave(item) if planar else np.array(plane, order="C")
     if plane.dtype != np.float32:
         raise IOFailureError(f"model output {info.describe()} has unsupported type {plane.dtype}")
+    if planar:  # convert plane by plane (contiguous), then interleave the bytes once
+        return interleave(float_to_u8(item))
     return float_to_u8(plane)
 
 
 def float_to_u8(plane: np.ndarray) -> np.ndarray:
-    """libswscale's grayf32 -> gray8: clip(rint(255 * v)), computed in float32."""
-    v = np.multiply(plane, _F255, dtype=np.float32)
-    np.nan_to_num(v, copy=False, nan=0.0, posinf=255.0, neginf=0.0)
+    """libswscale's grayf32 -> gray8: clip(rint(255 * v)), computed in float32.
+
+    NaN becomes 0 and +-inf 255 / 0: ``fmax``/``fmin`` drop a NaN operand, so the clamp
+    also cleans non-finite values without a separate pass.
+    """
+    v = np.multiply(plane, _F255, dtype=np.float32)  # same memory order as ``plane``
     np.rint(v, out=v)
-    np.clip(v, 0.0, 255.0, out=v)
+    np.fmax(v, _F0, out=v)
+    np.fmin(v, _F255, out=v)
     return v.astype(np.uint8, order="C")
+
+
+#: Below this many pixels numpy interleaves faster than a trip through libswscale.
+_SWS_INTERLEAVE_MIN = 64 * 64
+
+
+def interleave(chw: np.ndarray) -> np.ndarray:
+    """(3, H, W) uint8 planes -> (H, W, 3) packed, channel order kept.
+
+    numpy's strided byte gather is slow for big frames (about 6 ms at 1280x720 here), so
+    those go through libswscale as gbrp -> rgb24 (a SIMD byte shuffle, exact).
+    """
+    _, height, width = chw.shape
+    if height * width < _SWS_INTERLEAVE_MIN:
+        return np.ascontiguousarray(chw.transpose(1, 2, 0))
+    import av
+
+    frame = av.VideoFrame(width, height, "gbrp")
+    for plane, src in zip(frame.planes, (chw[1], chw[2], chw[0]), strict=True):  # gbrp is G, B, R
+        np.frombuffer(plane, dtype=np.uint8).reshape(height, plane.line_size)[:, :width] = src
+    out = frame.reformat(format="rgb24")
+    line = out.planes[0].line_size
+    packed = np.frombuffer(out.planes[0], dtype=np.uint8).reshape(height, line)[:, : width * 3]
+    return packed.reshape(height, width, 3)
 
 
 def resize_plane(plane: np.ndarray, width: int, height: int) -> np.ndarray:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import errno as _errno
 import os
+import queue
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,16 +115,34 @@ class EngineStats:
 
 
 class Request:
-    """A reusable inference slot: its grow-only input buffer and its last worker thread."""
+    """A reusable inference slot: its grow-only input buffer and its persistent worker.
+
+    ``thread`` and ``inbox`` are set by the engine at the slot's first async hand-off and kept
+    until close (one thread per slot, not one per batch).
+    """
 
     def __init__(self, index: int) -> None:
         self.index = index
         self.buffer: np.ndarray | None = None
         self.grows = 0
         self.thread: threading.Thread | None = None
+        self.inbox: queue.SimpleQueue[Any] | None = None
+        self._view_key: tuple[Any, ...] | None = None
+        self._view: np.ndarray | None = None
+
+    def free(self) -> None:
+        """Drop the buffer (close)."""
+        self.buffer = None
+        self._view_key = self._view = None
 
     def input_view(self, n: int, shape: tuple[int, ...], dtype: np.dtype, capacity: int, stats: EngineStats) -> np.ndarray:
-        """A view of this request's buffer for ``n`` items; grows (never shrinks) when needed."""
+        """A view of this request's buffer for ``n`` items; grows (never shrinks) when needed.
+
+        The view of the last (n, shape, dtype) is kept, so a steady stream builds none.
+        """
+        key = (n, shape, dtype)
+        if key == self._view_key and self.buffer is not None:
+            return self._view  # type: ignore[return-value]
         item_bytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         need = item_bytes * n
         if self.buffer is None or self.buffer.nbytes < need:
@@ -134,4 +154,6 @@ class Request:
             self.buffer = np.empty(size, dtype=np.uint8)
             stats.buffer_allocations += 1
             stats.buffer_bytes += size
-        return self.buffer[:need].view(dtype).reshape((n, *shape))
+        view = self.buffer[:need].view(dtype).reshape((n, *shape))
+        self._view_key, self._view = key, view
+        return view

@@ -1,0 +1,28 @@
+"""The benchmark keeps working: its quick mode runs a tiny case and writes JSON (no timing asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_quick_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
+    out = tmp_path / "results.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--cases", "smoke,memory",
+         "--no-ffmpeg", "--json", str(out)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    cases = {r["case"]: r for r in doc["results"]}
+    assert set(cases) == {"smoke", "memory"}
+    assert not cases["smoke"]["errors"]
+    assert {"a_raw", "b_file", "b_null", "c_file", "c_null"} <= set(cases["smoke"]["fps"])
+    assert cases["memory"]["frames"] > 0 and "growth_mb" in cases["memory"]
+    assert doc["machine"]["nproc"] >= 1
+    assert "| smoke |" in proc.stdout
