@@ -64,6 +64,12 @@ class DNNFunctionType(IntEnum):
     ANALYTICS_CLASSIFY = 3
 
 
+#: What every backend runs: frame processing, detection and classification (FFmpeg's func types).
+ALL_FUNCTION_TYPES: frozenset[DNNFunctionType] = frozenset(
+    {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
+)
+
+
 class DNNAsyncStatusType(IntEnum):
     """get_result answers; the order matters to callers exactly as in FFmpeg."""
 

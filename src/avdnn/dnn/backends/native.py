@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..interface import (
+    ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
     DNNBackendType,
@@ -36,9 +37,7 @@ class NativeBackend:
 
     name: ClassVar[str] = "native"
     flag: ClassVar[DNNBackendType] = DNNBackendType.NATIVE
-    func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
-        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
-    )
+    func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("conv2d_threads", "int", 0, -(2**31), 2**31 - 1, "threads num for conv2d layer"),
     )

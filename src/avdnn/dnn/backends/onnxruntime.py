@@ -32,6 +32,7 @@ from ...errors import (
     OutOfMemoryError,
 )
 from ..interface import (
+    ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
     DNNBackendType,
@@ -144,9 +145,7 @@ class OnnxRuntimeBackend:
 
     name: ClassVar[str] = "onnx"
     flag: ClassVar[DNNBackendType] = DNNBackendType.ONNX
-    func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
-        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
-    )
+    func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("threads_per_operation", "int", 0, 0, 2**31 - 1,
                       "threads used by ONNX Runtime per operation (cpu; 0 = runtime default)"),

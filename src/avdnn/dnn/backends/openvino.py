@@ -37,6 +37,7 @@ import numpy as np
 
 from ...errors import AvdnnError, InvalidArgumentError, InvalidDataError, NotSupportedError
 from ..interface import (
+    ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
     DNNBackendType,
@@ -50,11 +51,11 @@ from ..interface import (
 )
 from ._common import (
     ErrorTable,
+    OnceDone,
     Pool,
     check_model_file,
     data_type,
     guess_layout,
-    OnceDone,
     map_errors,
     pick,
     run_and_report,
@@ -142,9 +143,7 @@ class OpenVINOBackend:
 
     name: ClassVar[str] = "openvino"
     flag: ClassVar[DNNBackendType] = DNNBackendType.OV
-    func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
-        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
-    )
+    func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("input_resizable", "bool", False, 0, 1, "can input be resizable or not"),
         BackendOption("layout", "int", 0, 0, 2, "input layout of model", consts=_LAYOUTS),

@@ -32,6 +32,7 @@ from ...errors import (
     OutOfMemoryError,
 )
 from ..interface import (
+    ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
     DNNBackendType,
@@ -93,9 +94,7 @@ class TensorFlowBackend:
 
     name: ClassVar[str] = "tensorflow"
     flag: ClassVar[DNNBackendType] = DNNBackendType.TF
-    func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
-        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
-    )
+    func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("sess_config", "string", None, help="config for SessionOptions"),
     )

@@ -33,6 +33,7 @@ import numpy as np
 
 from ...errors import InvalidArgumentError, InvalidDataError, NotSupportedError
 from ..interface import (
+    ALL_FUNCTION_TYPES,
     BackendOption,
     DNNBackendType,
     DNNColorOrder,
@@ -70,9 +71,7 @@ class TFLiteBackend:
 
     name: ClassVar[str] = "tflite"
     flag: ClassVar[DNNBackendType] = DNNBackendType.TFLITE
-    func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
-        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
-    )
+    func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = LiteRT decides)"),
         BackendOption("scale", "float", 0.0, -(2**31), 2**31 - 1,

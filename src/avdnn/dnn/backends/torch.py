@@ -27,6 +27,7 @@ import numpy as np
 
 from ...errors import InvalidArgumentError, InvalidDataError, NotSupportedError
 from ..interface import (
+    ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
     DNNBackendType,
@@ -96,9 +97,7 @@ class TorchBackend:
 
     name: ClassVar[str] = "torch"
     flag: ClassVar[DNNBackendType] = DNNBackendType.TH
-    func_types: ClassVar[frozenset[DNNFunctionType]] = frozenset(
-        {DNNFunctionType.PROCESS_FRAME, DNNFunctionType.ANALYTICS_DETECT, DNNFunctionType.ANALYTICS_CLASSIFY}
-    )
+    func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("optimize", "int", 0, 0, 1, "turn on graph executor optimization"),
     )
