@@ -164,9 +164,12 @@ class Pipeline:
         sink = self.sink
         frames = self.frames()
         writer = Writer(self._writer_fn(sink, progress), QUEUE_DEPTH, name="avdnn-encode") if self.threaded else None
+        first = True
         try:
             for frame in frames:
-                item = (frame, self.rate_into(len(self.stages)))
+                # the sink takes the chain's output rate once, when it opens on the first frame
+                item = (frame, self.rate_into(len(self.stages)) if first else None)
+                first = False
                 if not (writer.put(item) if writer is not None else self._write(sink, progress, item)):
                     self.stats.stopped_early = True
                     break
