@@ -226,6 +226,7 @@ LEAVES = [
     (InvalidDataError, errors.AVERROR_INVALIDDATA, ValueError),
     (ExternalError, AVERROR_EXTERNAL, RuntimeError),
     (BackendUnavailableError, -errno.ENOSYS, ImportError),
+    (errors.ExitRequestedError, errors.AVERROR_EXIT, Exception),
 ]
 
 

@@ -17,6 +17,7 @@ Leaves also subclass the natural built-in so that ``except ValueError`` and frie
     ├── NotSupportedError (NotImplementedError)    AVERROR(ENOSYS), AVERROR_PATCHWELCOME
     ├── InvalidDataError (ValueError)              AVERROR_INVALIDDATA
     ├── ExternalError (RuntimeError)               AVERROR_EXTERNAL (a runtime's own failure)
+    ├── ExitRequestedError                         AVERROR_EXIT: the run is stopping, stop waiting
     └── BackendUnavailableError (ImportError)      AVERROR(ENOSYS): an extra is not installed
 
 Foreign exceptions (PyAV, onnxruntime, ...) are translated where they enter avdnn with
@@ -43,6 +44,7 @@ def AVERROR(e: int) -> int:  # noqa: N802 - FFmpeg's name
 
 AVERROR_EOF = fferrtag("E", "O", "F", " ")
 AVERROR_EXTERNAL = fferrtag("E", "X", "T", " ")
+AVERROR_EXIT = fferrtag("E", "X", "I", "T")
 AVERROR_INVALIDDATA = fferrtag("I", "N", "D", "A")
 AVERROR_BUG = fferrtag("B", "U", "G", "!")
 AVERROR_UNKNOWN = fferrtag("U", "N", "K", "N")
@@ -58,6 +60,7 @@ DNN_GENERIC_ERROR = fferrtag("D", "N", "N", "!")
 _TAG_TEXT = {
     AVERROR_EOF: "End of file",
     AVERROR_EXTERNAL: "Generic error in an external library",
+    AVERROR_EXIT: "Immediate exit requested",
     AVERROR_INVALIDDATA: "Invalid data found when processing input",
     AVERROR_BUG: "Internal bug, should not have happened",
     AVERROR_UNKNOWN: "Unknown error occurred",
@@ -195,6 +198,15 @@ class ExternalError(AvdnnError, RuntimeError):
     default_code = AVERROR_EXTERNAL
 
 
+class ExitRequestedError(AvdnnError):
+    """The run is stopping (its frame limit was reached): a wait was cut short. AVERROR_EXIT.
+
+    Not a failure: the pipeline ends normally when it caused it, and no frame counts as failed.
+    """
+
+    default_code = AVERROR_EXIT
+
+
 class BackendUnavailableError(AvdnnError, ImportError):
     """An optional runtime is not installed; the message names the pip command."""
 
@@ -212,6 +224,7 @@ _ERRNO_LEAF: dict[int, type[AvdnnError]] = {
 }
 _TAG_LEAF: dict[int, type[AvdnnError]] = {
     AVERROR_EXTERNAL: ExternalError,
+    AVERROR_EXIT: ExitRequestedError,
     AVERROR_INVALIDDATA: InvalidDataError,
     AVERROR_OPTION_NOT_FOUND: OptionNotFoundError,
     AVERROR_FILTER_NOT_FOUND: FilterNotFoundError,

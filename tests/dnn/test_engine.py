@@ -59,7 +59,8 @@ def test_results_in_order_and_same_either_way(async_mode: bool, nireq: int, batc
     assert [r.payload for r in res] == list(range(10))
     assert [r.results[0] for r in res] == [2.0 * i for i in range(10)]
     full, rest = divmod(10, batch)
-    assert mock.batch_sizes == [batch] * full + ([rest] if rest else [])
+    # requests start on their own workers: the order in which runs begin is not defined
+    assert sorted(mock.batch_sizes, reverse=True) == [batch] * full + ([rest] if rest else [])
     assert e.close()
 
 

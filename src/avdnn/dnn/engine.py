@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AvdnnError, ExternalError, InvalidArgumentError
+from ..errors import AvdnnError, ExitRequestedError, ExternalError, InvalidArgumentError
 from .faults import FaultPlan, current_plan
 from .interface import DNNAsyncStatusType, DoneCallback
 from .tasks import EngineStats, Item, Request, Result, Task, as_error, auto_nireq, worker_start_error
@@ -84,6 +84,7 @@ class Engine:
         self._free: deque[Request] = deque(self._requests)
         self._busy = 0
         self._closed = False
+        self._interrupted = False
         self._next_index = 0
         self._faults_on = bool(self.faults)
         # workers of an engine nobody closed still stop when it is collected
@@ -132,17 +133,28 @@ class Engine:
         FAIL (with the task's first error) once it is complete, and the task leaves.
         """
         with self._cond:
+            if self._interrupted:
+                raise self._exit()
             if not self._tasks:
                 return Result(DNNAsyncStatusType.EMPTY_QUEUE)
             head = self._tasks[0]
             if not head.complete and wait:
-                self._cond.wait_for(lambda: head.complete or head.dispatched < head.todo or self._closed, timeout)
+                self._cond.wait_for(lambda: head.complete or head.dispatched < head.todo or self._closed
+                                    or self._interrupted, timeout)
+                if self._interrupted:
+                    raise self._exit()
             if not head.complete:
                 return Result(DNNAsyncStatusType.NOT_READY)
             self._tasks.popleft()
         if head.error is not None:
             return Result(DNNAsyncStatusType.FAIL, head.payload, (), head.error, head.index)
         return Result(DNNAsyncStatusType.SUCCESS, head.payload, tuple(head.results), None, head.index)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests running now (started and not yet completed)."""
+        with self._cond:
+            return self._busy
 
     @property
     def queued(self) -> int:
@@ -162,6 +174,18 @@ class Engine:
             raise err from exc
         while self._pending:
             self._dispatch(len(self._pending), in_flush=True)
+
+    # -- stopping early -------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """The run is stopping (any thread): a submit or get_result that waits now, or is
+        called later, raises ExitRequestedError instead. ``close`` still follows."""
+        with self._cond:
+            self._interrupted = True
+            self._cond.notify_all()
+
+    def _exit(self) -> ExitRequestedError:
+        return ExitRequestedError(f"{self.name}: the run is stopping")
 
     # -- close ----------------------------------------------------------------------------
 
@@ -207,7 +231,9 @@ class Engine:
         with self._cond:
             if not self._free:
                 self.stats.blocked_submits += 1
-                self._cond.wait_for(lambda: bool(self._free) or self._closed)
+                self._cond.wait_for(lambda: bool(self._free) or self._closed or self._interrupted)
+            if self._interrupted:
+                raise self._exit()
             if self._closed:
                 raise InvalidArgumentError(f"{self.name}: closed while waiting for a free request")
             req = self._free.popleft()

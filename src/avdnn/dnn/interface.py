@@ -180,6 +180,9 @@ class ModelConfig:
     device_id: int = 0
     batch_size: int = 1
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: How many requests the engine may run at once (nireq, resolved; 1 when sync): a runtime
+    #: with its own parallel executors (OpenVINO streams) sizes them by it.
+    nireq: int = 1
 
 
 @runtime_checkable
@@ -214,6 +217,18 @@ class NativeAsync(Protocol):
     """
 
     def run_async(self, batch: np.ndarray, done: DoneCallback) -> None: ...
+
+
+@runtime_checkable
+class Cancellable(Protocol):
+    """Optional: a backend that can stop the inferences it is running (closing early).
+
+    Called once, before close, when nothing will read the results any more (a ``-frames``
+    limit reached, a failed run): each run in flight ends soon with an error, and any run
+    started afterwards fails at once. Without it, close waits for the runs in flight.
+    """
+
+    def cancel(self) -> None: ...
 
 
 class Backend(Protocol):

@@ -19,12 +19,13 @@ import numpy as np
 from ..errors import AvdnnError, IOFailureError, NotSupportedError
 from . import io_proc
 from .backends import backend_class
-from .engine import Engine, Item, Result, Task
+from .engine import Engine, Item, Result, Task, auto_nireq
 from .faults import FaultPlan
 from .interface import (
     DYNAMIC,
     Backend,
     BackendModel,
+    Cancellable,
     DNNFunctionType,
     ModelConfig,
     ModelIO,
@@ -65,6 +66,7 @@ def load_model(
         path=config.model, func_type=func_type, input_name=config.input,
         output_names=config.outputs, device=config.device, device_id=config.device_id,
         batch_size=config.batch_size, options=dict(config.backend_options),
+        nireq=(config.nireq or auto_nireq()) if config.async_mode else 1,
     )
     try:
         loaded = cls.load(model_config)
@@ -154,12 +156,20 @@ class DnnModel:
     def flush(self) -> None:
         self.engine.flush()
 
+    def interrupt(self) -> None:
+        """The run is stopping (called from another thread): stop waiting, cancel what runs."""
+        self.engine.interrupt()
+        if isinstance(self.backend, Cancellable):
+            self.backend.cancel()
+
     def close(self) -> None:
-        """Wait (bounded) for requests in flight, free buffers, close the backend; idempotent."""
+        """Cancel (or wait, bounded, for) requests in flight, free buffers, close the backend; idempotent."""
         if self._closed:
             return
         self._closed = True
         try:
+            if self.engine.in_flight and isinstance(self.backend, Cancellable):
+                self.backend.cancel()  # nobody reads these results: stop them instead of waiting
             self.engine.close()
         finally:
             self.backend.close()

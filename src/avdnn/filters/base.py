@@ -65,6 +65,9 @@ class Filter:
     def close(self) -> None:
         """Free resources; safe to call twice and after errors."""
 
+    def interrupt(self) -> None:
+        """The run is stopping (called from another thread): stop waiting; ``close`` follows."""
+
     # -- used by the graph ----------------------------------------------------------------
 
     def push(self, frame: Frame) -> Iterable[Frame]:

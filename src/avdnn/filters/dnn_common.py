@@ -30,7 +30,7 @@ from ..dnn import DnnConfig, DnnModel, load_model
 from ..dnn.backends import FFMPEG_BACKEND_NAMES, KNOWN_BACKENDS, backend_class
 from ..dnn.engine import Item
 from ..dnn.interface import DNNAsyncStatusType, DNNBackendType, DNNFunctionType
-from ..errors import AvdnnError, InvalidArgumentError, OptionNotFoundError
+from ..errors import AvdnnError, ExitRequestedError, InvalidArgumentError, OptionNotFoundError
 from ..media.frame import Frame
 from ..media.pixfmt import lookup
 from .base import Filter
@@ -221,6 +221,8 @@ class DnnFilter(Filter):
         assert self.model is not None
         try:
             self.model.execute(payload, items)
+        except ExitRequestedError:
+            raise  # the run is stopping: not this frame's failure
         except AvdnnError as err:
             self._set_error(err)
             return self._deliver(self._collect(wait=True))
@@ -234,9 +236,17 @@ class DnnFilter(Filter):
             return []
         try:
             self.model.flush()
+        except ExitRequestedError:
+            raise
         except AvdnnError as err:
             self._set_error(err)
         return self._deliver(self._collect(wait=True))
+
+    def interrupt(self) -> None:
+        """The run is stopping: cut the engine's waits short and cancel the inferences running."""
+        model = self.model
+        if model is not None:
+            model.interrupt()
 
     def close(self) -> None:
         """Free the model (bounded wait); an EOF error nobody has heard yet is raised here."""

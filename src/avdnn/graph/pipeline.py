@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..errors import AvdnnError, ExternalError
+from ..errors import AvdnnError, ExitRequestedError, ExternalError
 from ..media.frame import Frame
 from ..media.sink import Sink
 from ..media.source import Source
@@ -57,6 +57,8 @@ class Pipeline:
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
         self._in_rate = source.info.frame_rate
         self._closed = False
+        #: set (by the writer thread) when the output wants no more frames or failed
+        self._stopping = False
 
     # -- frame flow -----------------------------------------------------------------------
 
@@ -112,6 +114,8 @@ class Pipeline:
                 st.frames_out += 1
                 st.failed.update(stage.failed)
                 yield out
+        except ExitRequestedError:
+            raise  # stopping early: the frame is unfinished, not failed
         except AvdnnError as exc:
             exc.with_context(filter=stage.label, pts=pts)
             st.failed.update(stage.failed)
@@ -147,6 +151,8 @@ class Pipeline:
             it = self._stage(i, it)
         try:
             yield from it
+        except ExitRequestedError:
+            raise  # the run is stopping early: run() decides what that means
         except AvdnnError as exc:
             self.stats.error = exc
             raise
@@ -163,19 +169,28 @@ class Pipeline:
         assert self.sink is not None, "run() needs a sink; iterate frames() otherwise"
         sink = self.sink
         frames = self.frames()
-        writer = Writer(self._writer_fn(sink, progress), QUEUE_DEPTH, name="avdnn-encode") if self.threaded else None
+        writer = Writer(self._writer_fn(sink, progress), QUEUE_DEPTH, name="avdnn-encode",
+                        on_stop=self._interrupt) if self.threaded else None
         first = True
         try:
-            for frame in frames:
-                # the sink takes the chain's output rate once, when it opens on the first frame
-                item = (frame, self.rate_into(len(self.stages)) if first else None)
-                first = False
-                if not (writer.put(item) if writer is not None else self._write(sink, progress, item)):
-                    self.stats.stopped_early = True
-                    break
+            try:
+                for frame in frames:
+                    # the sink takes the chain's output rate once, when it opens on the first frame
+                    item = (frame, self.rate_into(len(self.stages)) if first else None)
+                    first = False
+                    if not (writer.put(item) if writer is not None else self._write(sink, progress, item)):
+                        self.stats.stopped_early = True
+                        break
+            except ExitRequestedError:
+                # the writer reached -frames:v (a normal early stop) or failed (its error counts)
+                if not self._stopping or writer is None or writer.error is not None:
+                    raise
+                self.stats.stopped_early = True
             if writer is not None:
                 writer.finish()
         except BaseException as exc:
+            if isinstance(exc, ExitRequestedError) and writer is not None and writer.error is not None:
+                exc = writer.error
             frames.close()
             if writer is not None:
                 try:
@@ -187,7 +202,7 @@ class Pipeline:
             if isinstance(exc, AvdnnError):
                 self.stats.error = self.stats.error or exc
                 exc.stats = self.stats
-            raise
+            raise exc
         frames.close()
         try:
             if not sink.started:
@@ -200,6 +215,14 @@ class Pipeline:
             raise
         self._sync_sink_stats(writer)
         return self.stats
+
+    def _interrupt(self) -> None:
+        """The output wants no more frames (or failed): stages stop waiting on work in flight."""
+        self._stopping = True
+        for stage in self.stages:
+            interrupt = getattr(stage, "interrupt", None)  # DNN filters; libavfilter segments never wait
+            if interrupt is not None:
+                interrupt()
 
     def _writer_fn(self, sink: Sink, progress: ProgressFn | None) -> Callable[[Any], bool]:
         return lambda item: self._write(sink, progress, item)

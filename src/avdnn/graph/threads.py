@@ -118,11 +118,14 @@ class Writer:
 
     ``put`` raises the consumer's first error; ``finish`` waits for the last item and
     raises it too. ``stopped`` becomes true when the consumer asks for no more (a frame
-    limit was reached).
+    limit was reached). ``on_stop`` is called on the writer's thread when it stops early
+    (limit or error), so a producer blocked elsewhere can be told at once.
     """
 
-    def __init__(self, consume: Callable[[Any], bool], depth: int, *, name: str) -> None:
+    def __init__(self, consume: Callable[[Any], bool], depth: int, *, name: str,
+                 on_stop: Callable[[], None] | None = None) -> None:
         self._consume = consume
+        self._on_stop = on_stop
         self._chan: Channel[Any] = Channel(depth)
         self.error: BaseException | None = None
         self.stopped = threading.Event()
@@ -138,13 +141,22 @@ class Writer:
                 if item is _END:
                     return
                 if not self._consume(item):
+                    self._stop()
                     self.unwritten += len(self._chan)
                     self.stopped.set()
                     self._chan.cancel()
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to the producer
             self.error = exc
+            self._stop()
             self._chan.cancel()
+
+    def _stop(self) -> None:
+        if self._on_stop is not None:
+            try:
+                self._on_stop()
+            except Exception:  # noqa: BLE001 - a failed interrupt only means a slower stop
+                pass
 
     def put(self, item: Any) -> bool:
         """Queue one item; False once the consumer stopped; raises its error."""

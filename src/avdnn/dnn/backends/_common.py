@@ -143,19 +143,31 @@ class Pool(Generic[T]):
     def __init__(self, make: Callable[[], T]) -> None:
         self._make = make
         self._idle: list[T] = []
+        self._busy: list[T] = []
         self._lock = threading.Lock()
         self.created = 0
 
     def take(self) -> T:
         with self._lock:
             if self._idle:
-                return self._idle.pop()
+                obj = self._idle.pop()
+                self._busy.append(obj)
+                return obj
             self.created += 1
-        return self._make()
+        obj = self._make()
+        with self._lock:
+            self._busy.append(obj)
+        return obj
 
     def give(self, obj: T) -> None:
         with self._lock:
+            self._busy = [b for b in self._busy if b is not obj]
             self._idle.append(obj)
+
+    def busy(self) -> list[T]:
+        """The objects taken and not given back (the runs in flight), for cancelling them."""
+        with self._lock:
+            return list(self._busy)
 
     @contextmanager
     def use(self) -> Iterator[T]:

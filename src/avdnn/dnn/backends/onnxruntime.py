@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -167,6 +168,9 @@ class OnnxRuntimeBackend:
         self._input = io.input.name
         self._outputs = [o.name for o in io.outputs]
         self._item_by_item = io.input.batch == 1 and config.batch_size > 1
+        self._running: set[Any] = set()  # the RunOptions of the runs in flight, for cancel()
+        self._lock = threading.Lock()
+        self._cancelled = False
 
     @classmethod
     def load(cls, config: ModelConfig) -> OnnxRuntimeBackend:
@@ -264,12 +268,30 @@ class OnnxRuntimeBackend:
 
     def run(self, batch: np.ndarray) -> list[np.ndarray]:
         """One inference over ``batch`` (n items); returns the selected outputs."""
-        with map_ort_errors(f"inference with '{self.config.path}'", self.config.path):
-            if self._item_by_item and batch.shape[0] > 1:
-                parts = [self._session.run(self._outputs, {**self._extras, self._input: batch[k : k + 1]})
-                         for k in range(batch.shape[0])]
-                return [np.concatenate([p[i] for p in parts]) for i in range(len(self._outputs))]
-            return list(self._session.run(self._outputs, {**self._extras, self._input: batch}))
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        with self._lock:
+            if self._cancelled:
+                raise ExternalError(f"inference with '{self.config.path}': cancelled")
+            self._running.add(options)
+        try:
+            with map_ort_errors(f"inference with '{self.config.path}'", self.config.path):
+                if self._item_by_item and batch.shape[0] > 1:
+                    parts = [self._session.run(self._outputs, {**self._extras, self._input: batch[k : k + 1]}, options)
+                             for k in range(batch.shape[0])]
+                    return [np.concatenate([p[i] for p in parts]) for i in range(len(self._outputs))]
+                return list(self._session.run(self._outputs, {**self._extras, self._input: batch}, options))
+        finally:
+            with self._lock:
+                self._running.discard(options)
+
+    def cancel(self) -> None:
+        """Stop the runs in flight (ONNX Runtime checks ``RunOptions.terminate`` between nodes)."""
+        with self._lock:
+            self._cancelled = True
+            for options in self._running:
+                options.terminate = True
 
     def close(self) -> None:
         self._session = None

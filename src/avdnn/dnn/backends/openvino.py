@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import AvdnnError, InvalidArgumentError, InvalidDataError, NotSupportedError
+from ...errors import AvdnnError, ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
 from ..interface import (
     ALL_FUNCTION_TYPES,
     DYNAMIC,
@@ -130,6 +130,20 @@ def _named(port: Any, wanted: str) -> bool:
     return wanted in names or strip_port(wanted) in {strip_port(n) for n in names}
 
 
+def _stream_props(streams: int, nireq: int) -> dict[str, Any]:
+    """Compile properties that let ``nireq`` requests really run side by side.
+
+    One compiled model runs its requests on its streams; OpenVINO's default (latency) has one
+    stream using every core, so two requests only queue behind each other and lose to one
+    synchronous call. Async with nireq > 1 asks for throughput with that many requests.
+    """
+    if streams:
+        return {"NUM_STREAMS": str(streams)}
+    if nireq > 1:
+        return {"PERFORMANCE_HINT": "THROUGHPUT", "PERFORMANCE_HINT_NUM_REQUESTS": str(nireq)}
+    return {}
+
+
 def _device(config: ModelConfig) -> str:
     device = config.device or "CPU"
     head, sep, rest = device.partition(":")
@@ -153,6 +167,8 @@ class OpenVINOBackend:
                       "Add mean preprocess operation. Subtract specified value from each element of input."),
         BackendOption("precision", "int", 0, 0, 2, "inference precision hint (avdnn; OpenVINO's CPU default is "
                       "bf16 where the CPU has it)", consts=_PRECISIONS),
+        BackendOption("streams", "int", 0, 0, 2**31 - 1, "parallel execution streams (avdnn; 0 = one per "
+                      "request when async with nireq > 1, else one)"),
     )
     supports_async = True
 
@@ -168,6 +184,7 @@ class OpenVINOBackend:
         self._watch: queue.Queue[tuple[Any, OnceDone] | None] | None = None
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._cancelled = False
 
     # -- loading --------------------------------------------------------------------------
 
@@ -201,7 +218,8 @@ class OpenVINOBackend:
             model_layout = cls._layout(model.inputs[index], layout_opt)
             ppp_input = cls._preprocess(model, config, model_layout, scale, mean)
         precision = _const(config.options.get("precision", 0), _PRECISIONS, "precision")
-        props = {"INFERENCE_PRECISION_HINT": ("f32", "bf16", "f16")[precision]}
+        props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": ("f32", "bf16", "f16")[precision]}
+        props.update(_stream_props(int(config.options.get("streams", 0)), config.nireq))
         device = _device(config)
         head = device.split(":")[0].split(".")[0]
         if head not in _VIRTUAL_DEVICES and head not in {d.split(".")[0] for d in core.available_devices}:
@@ -338,8 +356,20 @@ class OpenVINOBackend:
 
     def _run_one(self, batch: np.ndarray) -> list[np.ndarray]:
         with self._pool.use() as req, _ov_error(f"inference with '{self.config.path}'", self.config.path):
+            self._refuse_if_cancelled()
             req.infer({0: batch}, share_inputs=True)
             return self._outputs(req)
+
+    def _refuse_if_cancelled(self) -> None:
+        if self._cancelled:
+            raise ExternalError(f"inference with '{self.config.path}': cancelled", file=self.config.path)
+
+    def cancel(self) -> None:
+        """Cancel the requests running now (``InferRequest.cancel``); later runs fail at once."""
+        with self._lock:
+            self._cancelled = True
+            for req in self._pool.busy():
+                req.cancel()
 
     def run(self, batch: np.ndarray) -> list[np.ndarray]:
         """One synchronous inference over ``batch`` on a pooled infer request."""
@@ -358,7 +388,8 @@ class OpenVINOBackend:
         job = OnceDone(done)
         req = self._pool.take()
         try:
-            with _ov_error(f"starting inference with '{self.config.path}'", self.config.path):
+            with self._lock, _ov_error(f"starting inference with '{self.config.path}'", self.config.path):
+                self._refuse_if_cancelled()  # under the lock: cancel() sees every started request
                 req.set_callback(self._callback, (req, job))
                 req.start_async({0: batch}, share_inputs=True)
         except BaseException:
