@@ -9,6 +9,7 @@ TFLite: quantized models, threads. Native: async rolls back to sync with FFmpeg'
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 
@@ -47,6 +48,22 @@ def test_openvino_precision_defaults_to_f32(net_path) -> None:  # type: ignore[n
         assert "bfloat16" in str(m16._compiled.get_property("INFERENCE_PRECISION_HINT"))
     with pytest.raises(InvalidArgumentError):
         _load("openvino", path, options={"precision": "f64"})
+
+
+def test_openvino_streams_follow_nireq(net_path) -> None:  # type: ignore[no-untyped-def]
+    """nireq parallel requests get parallel streams; sync (nireq 1) keeps OpenVINO's one stream."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: OpenVINO makes one stream whatever is asked")
+    path = net_path("openvino", "conv")
+    assert int(_load("openvino", path, nireq=1)._compiled.get_property("NUM_STREAMS")) == 1
+    two = _load("openvino", path, nireq=2)._compiled
+    assert int(two.get_property("NUM_STREAMS")) == 2
+    assert int(two.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")) == 2
+    forced = _load("openvino", path, nireq=1, options={"streams": 2})._compiled  # OpenVINO caps it at the cores
+    assert int(forced.get_property("NUM_STREAMS")) == 2
+    # the engine passes the resolved nireq (auto, and 1 when sync) to the backend
+    assert load_model(DnnConfig(model=path, backend="openvino", nireq=2)).backend.config.nireq == 2
+    assert load_model(DnnConfig(model=path, backend="openvino", nireq=4, async_mode=False)).backend.config.nireq == 1
 
 
 def test_openvino_scale_and_mean_run_in_the_graph(net_path) -> None:  # type: ignore[no-untyped-def]
