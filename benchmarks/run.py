@@ -151,7 +151,7 @@ def case_style(tmp: Path, device: str, quick: bool) -> C.Case | str:
              f"threads_per_operation={threads}:nireq={nireq}{_dev(device)}")
     case = C.Case("style_640x360", f"multistyle26 (ONNX Runtime, {threads} intra-op thread(s), nireq {nireq}), "
                   "bigbuckbunny -> 640x360",
-                  src, None, chain, frames=8 if quick else 24, warmup=3,
+                  src, None, chain, frames=8 if quick else 48, warmup=3,
                   note="compute-bound; ffmpeg 5.1 has no ONNX backend")
     case.raw = lambda n, w: C.raw_loop(lambda: backend.run(x), n, w, parallel=nireq)
     sess = C.ort_session(model, device)
@@ -199,7 +199,7 @@ def case_detect(tmp: Path, device: str, quick: bool) -> C.Case | str:
     chain = (f"dnn_detect=dnn_backend=openvino:model={model}:model_type=tf:input=image_tensor:"
              f"output={C.SSD_OUTPUTS}:confidence=0.5:nireq={nireq}")
     case = C.Case("detect_ssd", "SSD-MobileNet-v2 COCO (OpenVINO, TF .pb), bikes 640x272", src, None, chain,
-                  frames=8 if quick else 40, warmup=4, note="ffmpeg 5.1 has no OpenVINO/TF backend")
+                  frames=8 if quick else 100, warmup=4, note="ffmpeg 5.1 has no OpenVINO/TF backend")
     case.raw = lambda n, w: C.raw_loop(lambda: backend.run(x), n, w, parallel=nireq)
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     found: list[Any] = []
@@ -232,7 +232,9 @@ def case_sr_torch(tmp: Path, device: str, quick: bool) -> C.Case | str:
     if not torch.cuda.is_available():
         return "torch sees no CUDA device"
     model = C.torch_waifu2x(tmp, onnx_model)
-    nireq = 2
+    from avdnn.dnn.engine import auto_nireq
+
+    nireq = auto_nireq()  # the default: the float -> pixel work runs on the request threads, in parallel
     backend = C.avdnn_backend("torch", model, device="cuda", nireq=nireq)
     x = np.random.default_rng(0).random((1, 3, 734, 1294), dtype=np.float32)
     chain = f"pad=iw+14:ih+14:7:7,format=rgb24,dnn_processing=dnn_backend=torch:model={model}:device=cuda:nireq={nireq}"

@@ -60,7 +60,8 @@ def test_torch_cuda_is_byte_identical_to_cpu(net_path: Callable[[str, str], str]
     path = net_path("torch", net)
     cpu = _through_filter(path, "torch", "cpu", **{"async": 0})
     assert _through_filter(path, "torch", "cuda", **{"async": 0}) == cpu
-    assert _through_filter(path, "torch", "cuda:0", nireq=4, batch_size=3) == cpu  # streams + batches
+    # "cuda:0" in a filter string needs its ':' escaped twice, as in ffmpeg: device=cuda\\:0
+    assert _through_filter(path, "torch", r"cuda\\:0", nireq=4, batch_size=3) == cpu  # streams + batches
 
 
 @needs_cuda

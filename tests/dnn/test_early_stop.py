@@ -133,6 +133,24 @@ def test_interrupt_ends_a_submit_waiting_for_a_request() -> None:
     assert no_hang(e.close)
 
 
+def test_a_start_refused_because_of_the_stop_is_the_stop(caplog: pytest.LogCaptureFixture) -> None:
+    """The interrupt lands between taking a request and starting it: the backend's refusal
+    ("cancelled") is the stop itself, neither a failure nor an error line."""
+    import logging
+
+    engine: Engine
+
+    def start(batch: np.ndarray, done: object) -> None:
+        engine.interrupt()
+        raise ExternalError("inference: cancelled")
+
+    engine = Engine(lambda b: [b], nireq=1, start_async=start, faults=faults.FaultPlan())
+    with caplog.at_level(logging.ERROR, logger="avdnn"), pytest.raises(ExitRequestedError):
+        engine.submit("a", [_item(1.0)])
+    assert "cancelled" not in caplog.text
+    assert no_hang(engine.close)
+
+
 # -- the runtimes' own cancellation --------------------------------------------------------
 
 

@@ -307,10 +307,14 @@ class Engine:
                 err = worker_start_error(exc)
             else:
                 err = as_error(exc, "starting inference")
-            log.error("%s: %s", self.name, err.message)
+            stopping = self._interrupted  # the backend refused because the run is being cancelled
+            if not stopping:
+                log.error("%s: %s", self.name, err.message)
             for item in items:
                 self._complete(item, err)
             self._release(req)
+            if stopping:
+                raise self._exit() from exc
             raise err from exc
 
     def _fill(self, req: Request, items: list[Item]) -> tuple[np.ndarray, list[Item]]:
