@@ -13,7 +13,7 @@ For each case it measures frames per second of
     encode), to the same file/null;
 (d) ffmpeg with the same chain, when an ffmpeg with that DNN backend is on PATH (Debian's
     ffmpeg 5.1 has only the native backend: used for the native-format case);
-interleaved (a, b, c, d, a, b, ...) and repeated ``--reps`` times; the table shows medians and
+interleaved (a, b, c, d; the next round starts one later: b, c, d, a; ...) and repeated ``--reps`` times; the table shows medians and
 the ratios (b)/(a), (b)/(c), (b)/(d). Warm-up frames (model load, pipeline fill) are left out
 of every figure the same way. Then a sweep of async/nireq/batch_size on a single-threaded
 session, and memory: peak RSS and RSS growth over a long run (in a subprocess).
@@ -354,8 +354,10 @@ def measure_case(case: C.Case, reps: int, tmp: Path, with_ffmpeg: bool) -> dict[
         variants["d_null"] = lambda: C.run_ffmpeg(case, None, CODEC, CODEC_OPTIONS)
     runs: dict[str, list[float]] = {k: [] for k in variants}
     errors: dict[str, str] = {}
-    for _ in range(reps):
-        for key, fn in variants.items():
+    order = list(variants.items())
+    for rep in range(reps):
+        # each round starts one variant later, so none always runs right after the same other
+        for key, fn in order[rep % len(order):] + order[: rep % len(order)]:
             if key in errors:
                 continue
             try:
