@@ -168,6 +168,9 @@ class OnnxRuntimeBackend:
         self._input = io.input.name
         self._outputs = [o.name for o in io.outputs]
         self._item_by_item = io.input.batch == 1 and config.batch_size > 1
+        import onnxruntime as ort  # already loaded: the session is one of its objects
+
+        self._run_options = ort.RunOptions
         self._running: set[Any] = set()  # the RunOptions of the runs in flight, for cancel()
         self._lock = threading.Lock()
         self._cancelled = False
@@ -268,9 +271,7 @@ class OnnxRuntimeBackend:
 
     def run(self, batch: np.ndarray) -> list[np.ndarray]:
         """One inference over ``batch`` (n items); returns the selected outputs."""
-        import onnxruntime as ort
-
-        options = ort.RunOptions()
+        options = self._run_options()
         with self._lock:
             if self._cancelled:
                 raise ExternalError(f"inference with '{self.config.path}': cancelled")

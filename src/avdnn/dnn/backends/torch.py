@@ -80,17 +80,22 @@ def _is_export_archive(path: str) -> bool:
         return False
 
 
+def _leaves(args: Any) -> Iterator[Any]:
+    if isinstance(args, (tuple, list)):
+        for a in args:
+            yield from _leaves(a)
+    elif isinstance(args, dict):
+        for a in args.values():
+            yield from _leaves(a)
+    elif args is not None:
+        yield args
+
+
 def _flatten(value: Any) -> Iterator[Any]:
+    """The tensors of a model's output (a tensor, or tuples/lists/dicts of them), in order."""
     import torch
 
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from _flatten(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _flatten(v)
+    return (v for v in _leaves(value) if isinstance(v, torch.Tensor))
 
 
 class TorchBackend:
@@ -214,17 +219,6 @@ class TorchBackend:
 
     def close(self) -> None:
         self._module = None
-
-
-def _leaves(args: Any) -> Iterator[Any]:
-    if isinstance(args, (tuple, list)):
-        for a in args:
-            yield from _leaves(a)
-    elif isinstance(args, dict):
-        for a in args.values():
-            yield from _leaves(a)
-    elif args is not None:
-        yield args
 
 
 def _info(name: str, val: Any) -> TensorInfo:
