@@ -10,11 +10,15 @@ after the output (if any) has been finished cleanly with the frames before the e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import Any, BinaryIO, overload
 
+from .errors import InvalidArgumentError
 from .graph.pipeline import Pipeline, ProgressFn
+from .graph.plan import StreamOptions, build_sides, select_streams
+
+__all__ = ["FrameStream", "StreamOptions", "open_source", "run"]
 from .graph.stats import RunStats
 from .media.frame import Frame
 from .media.sink import Sink
@@ -93,6 +97,19 @@ def run(
     codec_options: dict[str, str] | None = None,
     fps_mode: str = "auto",
     progress: ProgressFn | None = None,
+    map: Sequence[str] | None = None,  # noqa: A002 - ffmpeg's -map
+    vn: bool = False,
+    an: bool = False,
+    sn: bool = False,
+    dn: bool = False,
+    audio_codec: str | None = None,
+    subtitle_codec: str | None = None,
+    audio_bitrate: str | int | None = None,
+    audio_rate: int | None = None,
+    audio_channels: int | None = None,
+    audio_filters: str = "",
+    metadata: dict[str, str] | None = None,
+    stream_options: StreamOptions | None = None,
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
 
@@ -100,6 +117,12 @@ def run(
     With ``output`` (a path, ``"-"`` or a binary file object): encodes there and returns
     the :class:`RunStats` frame accounting. ``format``, ``codec``, ``pix_fmt``, ``rate``
     mirror ffmpeg's ``-f``, ``-c:v``, ``-pix_fmt`` and ``-r`` of the output.
+
+    The output keeps the input's other streams as ffmpeg does (the best audio, a subtitle
+    stream the muxer takes): ``map`` (``["0:v", "0:a:1", "-0:s"]``), ``vn``/``an``/``sn``/``dn``,
+    ``audio_codec`` (``"copy"`` or an encoder), ``audio_bitrate`` (``"128k"``), ``audio_rate``,
+    ``audio_channels``, ``audio_filters`` (``-af``) and ``subtitle_codec`` select and shape them;
+    ``stream_options`` takes all of them (and per-stream specifiers) at once, as the CLI does.
     """
     source = open_source(input, input_format=input_format, input_options=input_options)
     try:
@@ -109,11 +132,21 @@ def run(
             if frames is not None:
                 return _Limited(stream, frames)
             return stream
-        sink = Sink(output, format=format, codec=codec, pix_fmt=pix_fmt,
+        opts = _stream_options(stream_options, map=map, vn=vn, an=an, sn=sn, dn=dn, codec=codec,
+                               audio_codec=audio_codec, subtitle_codec=subtitle_codec, audio_bitrate=audio_bitrate,
+                               audio_rate=audio_rate, audio_channels=audio_channels, audio_filters=audio_filters)
+        video_codec = opts.lookup(opts.codecs, "video", 0)
+        sink = Sink(output, format=format, codec=None if video_codec == "copy" else video_codec, pix_fmt=pix_fmt,
                     rate=Fraction(rate) if rate is not None else None, overwrite=overwrite,
-                    bitexact=bitexact, codec_options=codec_options, fps_mode=fps_mode)
+                    bitexact=bitexact, codec_options=codec_options, fps_mode=fps_mode, metadata=metadata)
     except BaseException:
         source.close()
+        raise
+    try:
+        _plan(source, sink, opts, filters, bitexact=bitexact)
+    except BaseException:
+        source.close()
+        sink.abort()
         raise
     try:
         pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
@@ -122,6 +155,45 @@ def run(
         sink.abort()
         raise
     return pipeline.run(progress)
+
+
+def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, vn: bool, an: bool,  # noqa: A002
+                    sn: bool, dn: bool, codec: str | None, audio_codec: str | None, subtitle_codec: str | None,
+                    audio_bitrate: str | int | None, audio_rate: int | None, audio_channels: int | None,
+                    audio_filters: str) -> StreamOptions:
+    """The keyword shortcuts folded into one StreamOptions (explicit ``stream_options`` first)."""
+    opts = given if given is not None else StreamOptions()
+    opts.maps = opts.maps or list(map or [])
+    opts.vn, opts.an, opts.sn, opts.dn = opts.vn or vn, opts.an or an, opts.sn or sn, opts.dn or dn
+    for spec, value in (("v", codec), ("a", audio_codec), ("s", subtitle_codec)):
+        if value is not None:
+            opts.codecs.setdefault(spec, value)
+    for name, value in (("b", audio_bitrate), ("ar", audio_rate), ("ac", audio_channels)):
+        if value is not None:
+            opts.per_stream.setdefault((name, "a"), str(value))
+    opts.audio_filters = opts.audio_filters or audio_filters
+    return opts
+
+
+def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool) -> None:
+    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to source and sink."""
+    defaults = {kind: sink.default_codec(kind) for kind in ("video", "audio", "subtitle")}
+    streams = select_streams(list(source.streams), opts, defaults=defaults)
+    chain_given = bool(filters.strip())
+    video = next((s for s in streams if s.type == "video"), None)
+    if video is not None and opts.lookup(opts.codecs, "video", 0) == "copy" and not (
+            chain_given and "v" not in opts.codecs and "v:0" not in opts.codecs):
+        if chain_given:
+            build_sides(streams, opts, video_stream=video, offset=source.offset, bitexact=bitexact,
+                        defaults=defaults, chain_given=True)  # raises: filtering and streamcopy
+        video = None  # the video is copied: nothing is decoded
+    if video is None and chain_given:
+        raise InvalidArgumentError("a filter chain (-vf) was given but the output has no video stream to filter",
+                                   option="vf")
+    source.use_video(None if video is None else video.index)
+    sides = build_sides(streams, opts, video_stream=video, offset=source.offset, bitexact=bitexact,
+                        defaults=defaults, chain_given=chain_given)
+    sink.set_streams(sides, None if video is None else streams.index(video))
 
 
 class _Limited(FrameStream):

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TextIO
 
-from .errors import AVERROR_OPTION_NOT_FOUND, AvdnnError, InvalidArgumentError, OptionNotFoundError
+from .errors import AVERROR_OPTION_NOT_FOUND, AvdnnError, InvalidArgumentError, NotSupportedError, OptionNotFoundError
+from .api import StreamOptions
 
 log = logging.getLogger("avdnn")
 
@@ -53,17 +54,34 @@ class Args:
     fps_mode: str = "auto"
     bitexact: bool = False
     codec_options: dict[str, str] = field(default_factory=dict)
+    streams: StreamOptions = field(default_factory=StreamOptions)
+    metadata: dict[str, str] = field(default_factory=dict)
     output: str | None = None
 
 
-_GLOBAL_FLAGS = {"-y", "-n", "-hide_banner", "-stats", "-nostats", "-filters", "-version", "-nostdin"}
-_OUT_VALUE = {"-vf", "-filter:v", "-filter", "-frames:v", "-vframes", "-frames", "-c:v", "-vcodec", "-codec:v",
-              "-c", "-codec", "-pix_fmt", "-r", "-f", "-fps_mode", "-vsync", "-fflags"}
-_IGNORED_FLAGS = {"-an", "-sn", "-dn", "-bitexact"}
+#: ffmpeg's boolean options (``-an``; ``-noNAME`` negates), by where they apply.
+_GLOBAL_BOOLS = {"y", "n", "hide_banner", "stats", "filters", "version", "stdin"}
+_FILE_BOOLS = {"bitexact", "vn", "an", "sn", "dn"}
+#: Options that take a value and are avdnn's own (ffmpeg_opt.c names); the rest are AVOptions.
+_GLOBAL_VALUES = {"loglevel", "v"}
+_OUTPUT_VALUES = {"vf", "filter", "af", "frames", "vframes", "c", "codec", "vcodec", "acodec", "scodec",
+                  "pix_fmt", "r", "f", "fps_mode", "vsync", "map", "metadata", "b", "ar", "ac"}
+
+
+def _split(tok: str) -> tuple[str, str]:
+    """``-c:a:1`` -> ("c", "a:1"); ``-vf`` -> ("vf", "")."""
+    name, _, spec = tok[1:].partition(":")
+    return name, spec
 
 
 def parse_args(argv: Sequence[str]) -> Args:
-    """ffmpeg's argument order: options apply to the next -i (input) or output path."""
+    """ffmpeg's argument order: options apply to the next -i (input) or output path.
+
+    Options are avdnn's own (ffmpeg_opt.c names, booleans negated with ``no``), or AVOptions of
+    libavcodec, libavformat, libswscale or libswresample (looked up as ffmpeg's cmdutils does):
+    before ``-i`` they go to the demuxer and decoder, after it to the encoder and muxer. Any
+    other name is an error naming it, and so is an option after the last output.
+    """
     a = Args()
     pending_fmt: str | None = None
     pending_in: dict[str, str] = {}
@@ -78,85 +96,138 @@ def parse_args(argv: Sequence[str]) -> Args:
 
     while i < len(argv):
         tok = argv[i]
-        if tok in _GLOBAL_FLAGS:
-            if tok == "-y":
-                a.overwrite = True
-            elif tok == "-n":
-                a.overwrite = False
-            elif tok == "-hide_banner":
-                a.hide_banner = True
-            elif tok in ("-stats", "-nostats"):
-                a.stats = tok == "-stats"
-            elif tok == "-filters":
-                a.list_filters = True
-            elif tok == "-version":
-                a.show_version = True
-        elif tok in ("-loglevel", "-v"):
+        name, spec = _split(tok) if tok.startswith("-") and tok != "-" else ("", "")
+        negated = name[2:] if name.startswith("no") and name[2:] in _GLOBAL_BOOLS | _FILE_BOOLS else None
+        if not name:
+            if a.output is not None:
+                raise InvalidArgumentError(f"avdnn writes one output: '{a.output}' and '{tok}' given")
+            a.output = tok
+        elif name in _GLOBAL_BOOLS or negated in _GLOBAL_BOOLS:
+            _global_flag(a, negated or name, on=negated is None)
+        elif name in _GLOBAL_VALUES:
             a.loglevel = _loglevel(value(tok))
-        elif tok in ("-h", "-help", "--help", "-?"):
+        elif name in ("h", "help", "-help", "?"):
             a.help_topic = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else ""
             i += 1 if a.help_topic else 0
-        elif tok == "-i":
+        elif name == "i":
             if a.input is not None:
                 raise InvalidArgumentError("avdnn takes one input (-i)")
             a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
             pending_fmt, pending_in = None, {}
-        elif tok == "-f" and a.input is None:
-            pending_fmt = value(tok)
-        elif a.input is None and tok.startswith("-") and len(tok) > 1:
-            pending_in[tok[1:]] = value(tok)  # demuxer options: -framerate, -video_size, ...
-        elif tok in _OUT_VALUE:
-            _output_option(a, tok, value(tok))
-        elif tok in _IGNORED_FLAGS:
-            a.bitexact = a.bitexact or tok == "-bitexact"
-        elif tok.startswith("-") and tok != "-":
-            opt = tok[1:].split(":", 1)[0]
-            if opt in ("threads",) or opt.startswith("x264") or opt in _CODEC_OPTS:
-                a.codec_options[opt] = value(tok)
+        elif a.output is not None:
+            # after the output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
+            raise InvalidArgumentError(f"Trailing option(s) found in the command line: {tok} "
+                                       f"(options go before the output they apply to)", option=tok[1:])
+        elif a.input is None:
+            if name == "f":
+                pending_fmt = value(tok)
+            elif name in _FILE_BOOLS or negated in _FILE_BOOLS:
+                pass  # -bitexact / -an before -i: decoder-side flags with no effect on decoding here
             else:
-                raise OptionNotFoundError(f"Unrecognized option '{tok[1:]}'.", code=AVERROR_OPTION_NOT_FOUND)
+                _check_av_option(tok)
+                pending_in[tok[1:]] = value(tok)  # demuxer and decoder options: -framerate, -video_size, ...
+        elif name in _FILE_BOOLS or negated in _FILE_BOOLS:
+            flag = negated or name
+            if flag == "bitexact":
+                a.bitexact = negated is None
+            else:
+                setattr(a.streams, flag, negated is None)
+        elif name in _OUTPUT_VALUES:
+            _output_option(a, name, spec, value(tok))
         else:
-            if a.output is not None:
-                raise InvalidArgumentError("avdnn writes one output")
-            a.output = tok
+            _check_av_option(tok)
+            key = tok[1:]
+            if key in ("fflags",):
+                a.bitexact = a.bitexact or "bitexact" in value(tok).split("+")
+                i += 1
+                continue
+            a.codec_options[key] = value(tok)
         i += 1
     return a
 
 
-_CODEC_OPTS = {"b", "b:v", "crf", "preset", "tune", "profile", "profile:v", "g", "bf", "qp", "level", "qscale",
-               "q:v", "maxrate", "bufsize", "pix_fmt:v", "lossless", "deadline", "cpu-used", "row-mt"}
+def _global_flag(a: Args, name: str, *, on: bool) -> None:
+    if name in ("y", "n"):
+        a.overwrite = (name == "y") == on
+    elif name == "hide_banner":
+        a.hide_banner = on
+    elif name == "stats":
+        a.stats = on
+    elif name == "filters":
+        a.list_filters = True
+    elif name == "version":
+        a.show_version = True
 
 
-def _output_option(a: Args, tok: str, val: str) -> None:
-    if tok in ("-vf", "-filter:v", "-filter"):
+def _check_av_option(tok: str) -> None:
+    """ffmpeg's "Unrecognized option" for a name no library's AVOptions know."""
+    from .media.libav import av_option_owner
+
+    if av_option_owner(tok[1:]) is None:
+        raise OptionNotFoundError(f"Unrecognized option '{tok[1:]}'.", code=AVERROR_OPTION_NOT_FOUND)
+
+
+def _output_option(a: Args, name: str, spec: str, val: str) -> None:
+    st = a.streams
+    if name in ("vf", "filter") and spec in ("", "v"):
         a.filters = val
-    elif tok in ("-frames:v", "-vframes", "-frames"):
+    elif name == "af" or (name == "filter" and spec == "a"):
+        st.audio_filters = val
+    elif name in ("frames", "vframes") and spec in ("", "v"):
         try:
             a.frames = int(val)
         except ValueError:
             raise InvalidArgumentError(f"Invalid frame count '{val}'", option="frames:v") from None
-    elif tok in ("-c:v", "-vcodec", "-codec:v", "-c", "-codec"):
-        a.codec = val
-    elif tok == "-pix_fmt":
+    elif name in ("c", "codec", "vcodec", "acodec", "scodec"):
+        key = {"vcodec": "v", "acodec": "a", "scodec": "s"}.get(name, spec)
+        st.codecs[key] = val
+        if key in ("v", "v:0") or (key == "" and val != "copy"):
+            a.codec = val
+    elif name == "map":
+        st.maps.append(val)
+    elif name == "metadata":
+        if spec:
+            raise NotSupportedError(f"-metadata:{spec}: per-stream metadata is not supported yet",
+                                    option=f"metadata:{spec}")
+        key, sep, v = val.partition("=")
+        if not sep:
+            raise InvalidArgumentError(f"Invalid metadata '{val}': expected key=value", option="metadata")
+        a.metadata[key] = v
+    elif name in ("b", "ar", "ac"):
+        if name == "b" and spec in ("", "v", "v:0"):
+            a.codec_options["b"] = val
+        else:
+            st.per_stream[(name, spec or "a")] = val
+    elif name == "pix_fmt":
         from .media.pixfmt import canonical, is_known
 
         if not is_known(val):
             raise InvalidArgumentError(f"Unknown pixel format requested: {val}.", option="pix_fmt")
         a.pix_fmt = canonical(val)
-    elif tok == "-r":
+    elif name == "r":
         try:
             a.rate = Fraction(val)
         except (ValueError, ZeroDivisionError):
             raise InvalidArgumentError(f"Invalid framerate value: {val}", option="r") from None
-    elif tok == "-f":
+    elif name == "f":
         a.format = val
-    elif tok in ("-fps_mode", "-vsync"):
+    elif name in ("fps_mode", "vsync"):
         modes = {"0": "passthrough", "1": "cfr", "2": "vfr", "-1": "auto"}
         a.fps_mode = modes.get(val, val)
         if a.fps_mode not in ("passthrough", "cfr", "vfr", "auto"):
             raise InvalidArgumentError(f"Invalid value {val} for fps_mode", option="fps_mode")
-    elif tok == "-fflags":
-        a.bitexact = a.bitexact or "bitexact" in val.split("+")
+    else:
+        raise OptionNotFoundError(f"Unrecognized option '{name}:{spec}'.", code=AVERROR_OPTION_NOT_FOUND)
+
+
+def run_kwargs(args: Args) -> dict[str, Any]:
+    """The :func:`avdnn.run` keywords of a parsed command line's output options."""
+    return {
+        "input_format": args.input_format, "input_options": args.input_options, "frames": args.frames,
+        "format": args.format, "codec": args.codec, "pix_fmt": args.pix_fmt, "rate": args.rate,
+        "overwrite": args.overwrite, "bitexact": args.bitexact, "codec_options": args.codec_options,
+        "fps_mode": args.fps_mode, "stream_options": args.streams, "metadata": args.metadata or None,
+    }
 
 
 def _loglevel(text: str) -> str:
@@ -263,12 +334,7 @@ def _run(args: Args, level: int) -> int:
             progress(stats, frame)
 
     try:
-        stats = api.run(
-            args.input or "", args.filters, output=args.output, input_format=args.input_format,
-            input_options=args.input_options, frames=args.frames, format=args.format, codec=args.codec,
-            pix_fmt=args.pix_fmt, rate=args.rate, overwrite=args.overwrite, bitexact=args.bitexact,
-            codec_options=args.codec_options, fps_mode=args.fps_mode, progress=on_frame,
-        )
+        stats = api.run(args.input or "", args.filters, output=args.output, progress=on_frame, **run_kwargs(args))
     except AvdnnError as exc:
         failed = getattr(exc, "stats", None)
         if failed is None:

@@ -55,7 +55,12 @@ class Pipeline:
         tail = _output_format_tail(sink)
         self.stages = build_stages(chain, tail=tail)
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
-        self._in_rate = source.info.frame_rate
+        self._in_rate = source.info.frame_rate if source.video else None
+        for side in sink.sides if sink is not None else ():
+            # streams around the chain: fed by the demuxer that reads the video, on its thread
+            source.side_handlers[side.in_index] = side.packet
+            source.side_ends.append(side.end)
+            self.stats.streams.append(side.stats)
         self._closed = False
         #: set (by the writer thread) when the output wants no more frames or failed
         self._stopping = False
@@ -242,6 +247,8 @@ class Pipeline:
 
     def _start_empty(self, sink: Sink) -> None:
         """No frame reached the sink: open it from the chain's negotiated output, as ffmpeg does."""
+        if sink.video_index is None:
+            return
         last = self.stages[-1] if self.stages else None
         info = getattr(last, "out_info", None)
         if info is not None:
@@ -268,6 +275,11 @@ class Pipeline:
         if self._reader is not None:
             self._reader.close()  # joins the decoder thread before the input is closed
             self.stats.read_ahead = self.stats.frames_read - self._taken
+        if self.sink is not None and self.stats.error is None:
+            sink = self.sink
+            if sink.frame_limit_reached:
+                # ffmpeg reads on until the other streams reach where the video ended
+                self.source.drain_sides(lambda: all(sink.stream_ended(s) for s in sink.sides))
         first: BaseException | None = None
         for stage in self.stages:
             try:

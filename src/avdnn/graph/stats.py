@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import AvdnnError
+from ..media.sidepath import StreamStats
 
 
 @dataclass
@@ -45,6 +46,8 @@ class RunStats:
     output_failed: dict[str, int] = field(default_factory=dict)
     stopped_early: bool = False
     error: AvdnnError | None = None
+    #: The streams that went around the chain (audio, subtitles, copied video), one entry each.
+    streams: list[StreamStats] = field(default_factory=list)
 
     @property
     def frames_failed(self) -> dict[str, int]:

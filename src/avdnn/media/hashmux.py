@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import BinaryIO
 
@@ -28,8 +29,23 @@ HASH_MUXERS: dict[str, tuple[bool, str]] = {
 }
 
 
+@dataclass(frozen=True)
+class HashStream:
+    """What the header says of one stream (AVStream time base and codec parameters)."""
+
+    media_type: str
+    codec_name: str
+    time_base: Fraction
+    width: int = 0
+    height: int = 0
+    sar: Fraction | None = None
+    sample_rate: int = 0
+    layout: str = ""
+    extradata: bytes | None = None
+
+
 class HashMuxer:
-    """Writes one video stream's packets as FFmpeg's hash muxers do."""
+    """Writes the packets of every output stream as FFmpeg's hash muxers do."""
 
     def __init__(self, fmt: str, out: BinaryIO, *, software: str | None, algorithm: str | None = None) -> None:
         self.per_frame, default = HASH_MUXERS[fmt]
@@ -43,24 +59,30 @@ class HashMuxer:
     def _new(self) -> hashlib._Hash | None:
         return None if self.algorithm == "adler32" else hashlib.new(self.algorithm)
 
-    def write_header(self, *, time_base: Fraction, codec_name: str, width: int, height: int,
-                     sar: Fraction | None, extradata: bytes | None = None) -> None:
+    def write_header(self, streams: Sequence[HashStream]) -> None:
+        """The header lines for every stream, in stream order (framehash.c / hashenc.c)."""
         if not self.per_frame:
             return
         lines = []
         if self.fmt != "framecrc":
             lines += ["#format: frame checksums", "#version: 2", f"#hash: {self.algorithm.upper()}"]
-        if extradata:  # before #software, as framehash_print_extradata / framecrc_write_header do
+        for i, st in enumerate(streams):  # before #software, as framehash_print_extradata does
+            if not st.extradata:
+                continue
             if self.fmt == "framecrc":
-                lines.append(f"#extradata 0: {len(extradata):8d}, {self._digest(extradata)}")
+                lines.append(f"#extradata {i}: {len(st.extradata):8d}, {self._digest(st.extradata)}")
             else:
-                lines.append(f"#extradata 0, {len(extradata):31d}, {self._digest(extradata)}")
-        if self.software:
+                lines.append(f"#extradata {i}, {len(st.extradata):31d}, {self._digest(st.extradata)}")
+        if self.software and streams:
             lines.append(f"#software: {self.software}")
-        sar = sar or Fraction(0, 1)
-        lines += [f"#tb 0: {time_base.numerator}/{time_base.denominator}", "#media_type 0: video",
-                  f"#codec_id 0: {codec_name}", f"#dimensions 0: {width}x{height}",
-                  f"#sar 0: {sar.numerator}/{sar.denominator}"]
+        for i, st in enumerate(streams):
+            lines += [f"#tb {i}: {st.time_base.numerator}/{st.time_base.denominator}",
+                      f"#media_type {i}: {st.media_type}", f"#codec_id {i}: {st.codec_name}"]
+            if st.media_type == "audio":
+                lines += [f"#sample_rate {i}: {st.sample_rate}", f"#channel_layout_name {i}: {st.layout}"]
+            elif st.media_type == "video":
+                sar = st.sar or Fraction(0, 1)
+                lines += [f"#dimensions {i}: {st.width}x{st.height}", f"#sar {i}: {sar.numerator}/{sar.denominator}"]
         if self.fmt != "framecrc":
             lines.append("#stream#, dts,        pts, duration,     size, hash")
         self.out.write(("\n".join(lines) + "\n").encode())
@@ -73,7 +95,7 @@ class HashMuxer:
         h.update(data)
         return h.hexdigest()
 
-    def write_packet(self, data: bytes, *, pts: int | None, dts: int | None, duration: int,
+    def write_packet(self, data: bytes, *, index: int = 0, pts: int | None, dts: int | None, duration: int,
                      flags: int = AV_PKT_FLAG_KEY, side_data: Sequence[tuple[str, bytes]] = ()) -> None:
         """One packet; ``side_data`` is (av_packet_side_data_name, bytes) in the packet's order."""
         if not self.per_frame:
@@ -85,7 +107,7 @@ class HashMuxer:
         nopts = -(2**63)
         dts_v = nopts if dts is None else dts
         pts_v = nopts if pts is None else pts
-        line = f"0, {dts_v:10d}, {pts_v:10d}, {duration:8d}, {len(data):8d}, {self._digest(data)}"
+        line = f"{index}, {dts_v:10d}, {pts_v:10d}, {duration:8d}, {len(data):8d}, {self._digest(data)}"
         if self.fmt == "framecrc":
             if flags != AV_PKT_FLAG_KEY:
                 line += f", F=0x{flags:X}"

@@ -27,8 +27,8 @@ from fractions import Fraction
 from avdnn import errors
 
 __all__ = [
-    "ChainInfo", "FilterInfo", "OptionInfo", "filter_description", "filter_info",
-    "filter_is_source", "filter_option_names", "filter_options", "option_consts", "probe_chain",
+    "AudioChainInfo", "ChainInfo", "FilterInfo", "OptionInfo", "filter_description", "filter_info",
+    "filter_is_source", "filter_option_names", "filter_options", "av_option_owner", "option_consts", "probe_audio_chain", "probe_chain",
 ]
 
 _P = ctypes.c_void_p
@@ -36,6 +36,11 @@ _P = ctypes.c_void_p
 
 class _Rational(ctypes.Structure):
     _fields_ = [("num", ctypes.c_int), ("den", ctypes.c_int)]
+
+
+class _ChLayout(ctypes.Structure):  # libavutil/channel_layout.h AVChannelLayout
+    _fields_ = [("order", ctypes.c_int), ("nb_channels", ctypes.c_int), ("mask", ctypes.c_uint64),
+                ("opaque", _P)]
 
 
 class _AVOption(ctypes.Structure):  # libavutil/opt.h
@@ -119,6 +124,11 @@ def _load() -> tuple[ctypes.CDLL, ctypes.CDLL]:
                 _fn(avf, f"av_buffersink_get_{getter}", c_int, _P)
             for getter in ("time_base", "frame_rate", "sample_aspect_ratio"):
                 _fn(avf, f"av_buffersink_get_{getter}", _Rational, _P)
+            _fn(avf, "av_buffersink_get_sample_rate", c_int, _P)
+            _fn(avf, "av_buffersink_get_ch_layout", c_int, _P, ctypes.POINTER(_ChLayout))
+            _fn(avu, "av_get_sample_fmt_name", c_char_p, c_int)
+            _fn(avu, "av_channel_layout_describe", c_int, ctypes.POINTER(_ChLayout), c_char_p, ctypes.c_size_t)
+            _fn(avu, "av_channel_layout_uninit", None, ctypes.POINTER(_ChLayout))
             _libs = (avu, avf)
         return _libs
 
@@ -190,6 +200,60 @@ def probe_chain(
             sar=_q(avf.av_buffersink_get_sample_aspect_ratio(sink)) or Fraction(0, 1),
         )
     finally:
+        avf.avfilter_graph_free(ctypes.byref(graph))
+
+
+@dataclass(frozen=True)
+class AudioChainInfo:
+    """What an abuffersink at the end of an audio chain negotiated."""
+
+    sample_fmt: str
+    sample_rate: int
+    layout: str
+    channels: int
+    time_base: Fraction
+
+
+def probe_audio_chain(chain: str, *, sample_fmt: str, sample_rate: int, layout: str) -> AudioChainInfo:
+    """Configure ``abuffer,<chain>,abuffersink`` and report what libavfilter negotiated.
+
+    The encoder of a transcoded audio stream is opened from this before any frame exists, as
+    the ffmpeg CLI opens it from its configured filter graph, so every output stream can be
+    declared (and the header written) without holding frames back.
+    """
+    if sample_rate <= 0 or not re.fullmatch(r"\w+", sample_fmt) or not re.fullmatch(r"[\w.()+-]+", layout):
+        raise errors.InvalidArgumentError(f"invalid audio probe input: {sample_fmt!r} {sample_rate} {layout!r}")
+    src = (f"abuffer=sample_fmt={sample_fmt}:sample_rate={sample_rate}:channel_layout={layout}"
+           f":time_base=1/{sample_rate}")
+    sink_name = "abuffersink@avdnn_out"
+    text = ",".join(part for part in (src, chain, sink_name) if part)
+    avu, avf = _load()
+    graph = _P(avf.avfilter_graph_alloc())
+    if not graph:
+        raise errors.OutOfMemoryError("cannot allocate a filter graph")
+    layout_out = _ChLayout()
+    try:
+        avu.av_opt_set_int(graph, b"threads", 1, 0)
+        ret = avf.avfilter_graph_parse_ptr(graph, text.encode(), None, None, None)
+        if ret >= 0:
+            ret = avf.avfilter_graph_config(graph, None)
+        if ret < 0:
+            raise errors.from_code(ret, f"cannot configure audio filter chain {chain!r} on "
+                                        f"{sample_rate} Hz {layout} {sample_fmt}: {_strerror(avu, ret)}")
+        sink = avf.avfilter_graph_get_filter(graph, sink_name.encode())
+        fmt = avu.av_get_sample_fmt_name(avf.av_buffersink_get_format(sink))
+        avf.av_buffersink_get_ch_layout(sink, ctypes.byref(layout_out))
+        buf = ctypes.create_string_buffer(128)
+        avu.av_channel_layout_describe(ctypes.byref(layout_out), buf, len(buf))
+        return AudioChainInfo(
+            sample_fmt=fmt.decode() if fmt else "none",
+            sample_rate=avf.av_buffersink_get_sample_rate(sink),
+            layout=buf.value.decode(),
+            channels=layout_out.nb_channels,
+            time_base=_q(avf.av_buffersink_get_time_base(sink)) or Fraction(0, 1),
+        )
+    finally:
+        avu.av_channel_layout_uninit(ctypes.byref(layout_out))
         avf.avfilter_graph_free(ctypes.byref(graph))
 
 
@@ -343,6 +407,48 @@ def option_consts(name: str, option: str) -> list[str]:
 _avcodec: ctypes.CDLL | None = None
 _COLOR_RANGES = {1: "tv", 2: "pc"}
 _AV_CODEC_CONFIG_COLOR_RANGE = 5
+
+
+_classes: dict[str, int] | None = None
+AV_OPT_SEARCH_CHILDREN = 1 << 0
+AV_OPT_SEARCH_FAKE_OBJ = 1 << 1
+
+
+def _av_classes() -> dict[str, int]:
+    """The AVClasses ffmpeg's cmdutils looks options up in (codec, format, swscale, swresample)."""
+    global _classes
+    avu, _ = _load()
+    with _lock:
+        if _classes is None:
+            found: dict[str, int] = {}
+            for stem, getter in (("avcodec", "avcodec_get_class"), ("avformat", "avformat_get_class"),
+                                 ("swscale", "sws_get_class"), ("swresample", "swr_get_class")):
+                lib = ctypes.CDLL(_find(stem))
+                _fn(lib, getter, _P)
+                found[stem] = int(getattr(lib, getter)())
+            _fn(avu, "av_opt_find", ctypes.POINTER(_AVOption), _P, ctypes.c_char_p, ctypes.c_char_p,
+                ctypes.c_int, ctypes.c_int)
+            _classes = found
+        return _classes
+
+
+def av_option_owner(name: str) -> str | None:
+    """Which library's AVOptions know ``name`` (the part before any ``:``), as cmdutils' opt_default
+    looks it up: "avcodec", "avformat", "swscale", "swresample", or None (an unknown option).
+
+    Codec options also match with a leading stream letter (``-vb`` -> ``b``), as in ffmpeg.
+    """
+    avu, _ = _load()
+    base = name.split(":", 1)[0].encode()
+    for stem, cls in _av_classes().items():
+        holder = _P(cls)
+        flags = AV_OPT_SEARCH_FAKE_OBJ | (AV_OPT_SEARCH_CHILDREN if stem in ("avcodec", "avformat") else 0)
+        if avu.av_opt_find(ctypes.byref(holder), base, None, 0, flags):
+            return stem
+        if stem == "avcodec" and base[:1] in (b"v", b"a", b"s") and avu.av_opt_find(
+                ctypes.byref(holder), base[1:], None, 0, AV_OPT_SEARCH_FAKE_OBJ):
+            return stem
+    return None
 
 
 def encoder_color_ranges(name: str) -> list[str] | None:

@@ -16,9 +16,14 @@ import sys
 from fractions import Fraction
 from typing import Any, BinaryIO
 
+import threading
+from collections.abc import Sequence
+
 from ..errors import AvdnnError, InvalidArgumentError, IOFailureError, NotFoundError, from_av_error
 from .frame import Frame
-from .hashmux import HASH_MUXERS, HashMuxer
+from .hashmux import HASH_MUXERS, HashMuxer, HashStream
+from .interleave import Interleaver
+from .sidepath import SidePath
 from .vsync import VideoSync
 
 #: ffmpeg's image2 codec by file extension (libavformat/img2.c), for -f image2 outputs.
@@ -51,7 +56,14 @@ def _packet_flags(packet: Any) -> int:
 
 
 class Sink:
-    """Encodes and muxes avdnn Frames into one output (a path, ``-`` for stdout, or a file object)."""
+    """Encodes and muxes avdnn Frames into one output (a path, ``-`` for stdout, or a file object).
+
+    Besides the video stream (output index ``video_index``; None: no video), the output carries
+    the ``sides``: streams that go around the chain (:mod:`.sidepath`), in output order. All
+    output streams are created together, in that order, when the video encoder opens on the first
+    frame (its size and rate come from the chain), and every packet goes through one
+    :class:`~.interleave.Interleaver`, so the muxer sees ffmpeg's order.
+    """
 
     def __init__(
         self,
@@ -65,10 +77,17 @@ class Sink:
         bitexact: bool = False,
         codec_options: dict[str, str] | None = None,
         fps_mode: str = "auto",
+        sides: Sequence[SidePath] = (),
+        video_index: int | None = 0,
+        metadata: dict[str, str] | None = None,
     ) -> None:
         import av
 
         self.target = target
+        self.metadata = dict(metadata or {})
+        self._hash: HashMuxer | None = None
+        self._container: Any = None
+        self.set_streams((), 0)  # replaced below; set so that abort() works at any point
         self.name = "pipe:" if target == "-" else target if isinstance(target, str) else "<file>"
         self.pix_fmt = pix_fmt
         self.rate = rate
@@ -122,6 +141,61 @@ class Sink:
         except (av.FFmpegError, ValueError) as exc:
             self.abort()
             raise NotFoundError(f"Unknown encoder '{self.codec_name}'", file=self.name) from exc
+        if self._container is not None and self.metadata:
+            self._container.metadata.update(self.metadata)
+        self.set_streams(sides, video_index)
+
+    def set_streams(self, sides: Sequence[SidePath], video_index: int | None = 0) -> None:
+        """The output's streams: the video at ``video_index`` (None: none) and ``sides`` in order.
+
+        Called before the first frame; an output without video opens at once.
+        """
+        self.sides = list(sides)
+        self.video_index = video_index
+        n = len(self.sides) + (video_index is not None)
+        self._order: list[SidePath | None] = []
+        remaining = iter(self.sides)
+        for i in range(n):
+            self._order.append(None if i == video_index else next(remaining))
+        self._interleaver = Interleaver(n, self._write_packet)
+        #: Held by every thread that encodes or muxes into this output.
+        self.lock: threading.RLock = self._interleaver._lock
+        self.ready = False
+        self._out_streams: list[Any] = [None] * n
+        self._hash_tbs: list[Fraction] = [Fraction(1)] * n
+        #: End time (s) of the last video frame handed to the encoder.
+        self.video_head: Fraction | None = Fraction(-1) if video_index is not None else None
+        self._video_done = video_index is None
+        for side in self.sides:
+            side.attach(self)
+        if video_index is None and self.sides:
+            try:
+                self._create_outputs(None)
+            except BaseException:
+                self.abort()
+                raise
+
+    def default_codec(self, media_type: str) -> str | None:
+        """The muxer's default encoder for a stream type (what ffmpeg picks without -c)."""
+        if self._hash is not None:
+            return {"video": "rawvideo", "audio": "pcm_s16le"}.get(media_type)
+        name = getattr(self._container, f"default_{media_type}_codec", None)
+        return None if name in (None, "none") else str(name)
+
+    @property
+    def muxer_name(self) -> str:
+        return self._hash.fmt if self._hash is not None else str(self._container.format.name)
+
+    def accepts_codec(self, codec_name: str) -> bool:
+        """Whether the muxer can carry a stream of this codec (avformat_query_codec)."""
+        if self._hash is not None:
+            return True
+        try:
+            import av
+
+            return av.Codec(codec_name, "r").name in self._container.supported_codecs
+        except Exception:  # noqa: BLE001 - unknown codec names: the muxer decides when writing
+            return True
 
     @staticmethod
     def _check_path(path: str, overwrite: bool | None) -> None:
@@ -158,39 +232,71 @@ class Sink:
         rate = Fraction(self.rate or rate or 25)
         tb = 1 / rate
         try:
-            if self._container is not None:
-                stream = self._container.add_stream(self.codec_name, rate=rate, options=self.codec_options)
-                enc = stream.codec_context
-            else:
-                enc = av.CodecContext.create(self.codec_name, "w")
-                enc.options = dict(self.codec_options)
-            enc.width, enc.height, enc.pix_fmt = frame.width, frame.height, frame.format
-            enc.thread_type, enc.thread_count = "AUTO", 0  # ffmpeg's defaults (PyAV's are slice threads)
-            enc.time_base = tb
-            enc.framerate = rate
-            if frame.sample_aspect_ratio:
-                enc.sample_aspect_ratio = frame.sample_aspect_ratio
-            if self.bitexact:
-                enc.flags |= AV_CODEC_FLAG_BITEXACT
-            color = frame._color_props()
-            if color is not None:
-                enc.color_range, enc.colorspace, enc.color_primaries, enc.color_trc = color
-            if self._container is not None:
-                enc.open(strict=False)
-                self._enc = stream
-            else:
-                enc.open()
-                self._enc = enc
-                assert self._hash is not None
-                self._hash.write_header(time_base=tb, codec_name=self._codec.canonical_name, width=frame.width,
-                                        height=frame.height, sar=frame.sample_aspect_ratio,
-                                        extradata=enc.extradata or None)
+            with self.lock:
+                self._create_outputs((frame, rate, tb))
         except (av.FFmpegError, ValueError) as exc:
             err = from_av_error(exc, file=self.name)
             err.message = (f"could not open encoder '{self.codec_name}' for {frame.width}x{frame.height} "
                            f"{frame.format}: {err.message}")
             raise err from exc
         self._sync = VideoSync(self.fps_mode, tb)
+
+    def _video_encoder(self, frame: Frame, rate: Fraction, tb: Fraction) -> Any:
+        import av
+
+        if self._container is not None:
+            stream = self._container.add_stream(self.codec_name, rate=rate, options=self.codec_options)
+            enc = stream.codec_context
+        else:
+            stream = None
+            enc = av.CodecContext.create(self.codec_name, "w")
+            enc.options = dict(self.codec_options)
+        enc.width, enc.height, enc.pix_fmt = frame.width, frame.height, frame.format
+        enc.thread_type, enc.thread_count = "AUTO", 0  # ffmpeg's defaults (PyAV's are slice threads)
+        enc.time_base = tb
+        enc.framerate = rate
+        if frame.sample_aspect_ratio:
+            enc.sample_aspect_ratio = frame.sample_aspect_ratio
+        if self.bitexact:
+            enc.flags |= AV_CODEC_FLAG_BITEXACT
+        color = frame._color_props()
+        if color is not None:
+            enc.color_range, enc.colorspace, enc.color_primaries, enc.color_trc = color
+        if stream is not None:
+            enc.open(strict=False)
+            self._enc = stream
+            return stream
+        enc.open()
+        self._enc = enc
+        return HashStream("video", self._codec.canonical_name, tb, width=frame.width, height=frame.height,
+                          sar=frame.sample_aspect_ratio, extradata=enc.extradata or None)
+
+    def _create_outputs(self, video: tuple[Frame, Fraction, Fraction] | None) -> None:
+        """Every output stream, in output order, then the header; held side data may then flow."""
+        hash_streams: list[HashStream] = []
+        for i, side in enumerate(self._order):
+            if side is None:
+                assert video is not None
+                out = self._video_encoder(*video)
+                tb = video[2]
+            elif self._container is not None:
+                out = side.add_output(self._container)
+                tb = Fraction(out.time_base) if out.time_base else Fraction(side.time_base)
+            else:
+                out = side.hash_stream()
+                tb = out.time_base
+            self._out_streams[i] = out
+            self._hash_tbs[i] = tb
+            if isinstance(out, HashStream):
+                hash_streams.append(out)
+        if self._hash is not None:
+            self._hash.write_header(hash_streams)
+        else:
+            self._container.start_encoding()
+        self.ready = True
+        self._interleaver.start()
+        for side in self.sides:
+            side.on_ready()
 
     @property
     def started(self) -> bool:
@@ -227,22 +333,93 @@ class Sink:
                 self._durations[out_pts] = duration
                 self._mux(self._enc.encode(av_frame))
                 self.packets_encoded += 1
+                if self.sides:
+                    end = (out_pts + (duration or 1)) * self._sync.tb if self._sync and out_pts is not None else None
+                    if end is not None:
+                        if self.max_packets is not None and self.packets_encoded >= self.max_packets:
+                            assert self.video_index is not None
+                            self._interleaver.finish_at(self.video_index, end)
+                        self._video_progress(end)
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.name).with_context(pts=pts) from exc
 
     def _mux(self, packets: Any) -> None:
-        if self._hash is None:
-            for packet in packets:
-                self._container.mux(packet)
-            return
+        """The video encoder's packets, into the interleaver."""
+        assert self.video_index is not None and self._sync is not None
+        tb = self._sync.tb
         for packet in packets:
-            # libavformat's muxing fills a missing (zero) duration with one frame of the stream's
-            # rate, which is 1 in the encoder time base 1/rate
-            duration = packet.duration or self._durations.pop(packet.pts, 0) or 1
-            self._durations.pop(packet.pts, None)
-            side = [(sd.data_desc, bytes(sd)) for sd in packet.iter_sidedata()]
-            self._hash.write_packet(bytes(packet), pts=packet.pts, dts=packet.dts, duration=duration,
-                                    flags=_packet_flags(packet), side_data=side)
+            if self._hash is not None:
+                # libavformat's muxing fills a missing (zero) duration with one frame of the stream's
+                # rate, which is 1 in the encoder time base 1/rate
+                packet.duration = packet.duration or self._durations.pop(packet.pts, 0) or 1
+                self._durations.pop(packet.pts, None)
+            ts = packet.dts if packet.dts is not None else packet.pts
+            time = ts * tb if ts is not None else None
+            end = (ts + (packet.duration or 0)) * tb if ts is not None else None
+            self._interleaver.push(self.video_index, packet, time, end)
+
+    def push_side(self, side: SidePath, packet: Any, tb: Fraction) -> None:
+        """A packet of a side stream (``tb``: its time base), into the interleaver."""
+        ts = packet.dts if packet.dts is not None else packet.pts
+        time = ts * tb if ts is not None else None
+        end = (ts + (packet.duration or 0)) * tb if ts is not None else None
+        self._interleaver.push(side.out_index, packet, time, end)
+
+    def end_side(self, side: SidePath) -> None:
+        self._interleaver.end(side.out_index)
+
+    def stream_ended(self, side: SidePath) -> bool:
+        """Whether a side stream takes no more packets (ended, or past a frame limit's end)."""
+        return self._interleaver.ended(side.out_index)
+
+    @property
+    def frame_limit_reached(self) -> bool:
+        return self._interleaver.cut is not None
+
+    def past_cut(self, end: Fraction) -> bool:
+        """Whether something ending at ``end`` (s) lies past where a frame limit ended the output."""
+        return self._interleaver.past_cut(end)
+
+    def sync_hold(self, end: Fraction) -> bool:
+        """ffmpeg's sync queue: with a frame limit, other streams wait for the video to get as far."""
+        if self.max_packets is None or self._video_done or self.video_head is None:
+            return False
+        return self.video_head < end
+
+    def _video_progress(self, end: Fraction | None) -> None:
+        """The video reached ``end`` (s); None: it ended. Lets waiting side streams go on."""
+        with self.lock:
+            if end is None:
+                self._video_done = True
+            else:
+                self.video_head = end
+            for side in self.sides:
+                side.on_video()
+
+    def _write_packet(self, index: int, packet: Any) -> None:
+        """One packet, in interleaved order, to the muxer (called under the lock)."""
+        import av
+
+        try:
+            if self._hash is None:
+                packet.stream = self._out_streams[index]
+                self._container.mux(packet)
+            else:
+                tb = self._hash_tbs[index]
+                src = Fraction(packet.time_base) if packet.time_base else tb
+                pts, dts, duration = packet.pts, packet.dts, packet.duration or 0
+                if src != tb:
+                    pts = None if pts is None else round(pts * src / tb)
+                    dts = None if dts is None else round(dts * src / tb)
+                    duration = round(duration * src / tb)
+                side = [(sd.data_desc, bytes(sd)) for sd in packet.iter_sidedata()]
+                self._hash.write_packet(bytes(packet), index=index, pts=pts, dts=dts, duration=duration,
+                                        flags=_packet_flags(packet), side_data=side)
+        except (av.FFmpegError, OSError) as exc:
+            raise from_av_error(exc, file=self.name) from exc
+        side_path = self._order[index]
+        if side_path is not None:
+            side_path.stats.packets_written += 1
 
     @property
     def frames_written(self) -> int:
@@ -258,7 +435,11 @@ class Sink:
         return self._sync.duplicated if self._sync else 0
 
     def close(self) -> None:
-        """Flush the sync and the encoder and write the trailer; the output stays valid after errors."""
+        """Flush the sync and the encoders and write the trailer; the output stays valid after errors.
+
+        The side streams end here too (what they still hold is encoded; after a frame limit, cut
+        where ffmpeg cuts it), and every packet left in the interleaver is written in order.
+        """
         import av
 
         if self._closed:
@@ -266,14 +447,19 @@ class Sink:
         self._closed = True
         try:
             if self._sync is not None:
-                if self._container is not None:
-                    self._container.start_encoding()  # the header, also when no frame came
                 self._encode(self._sync.flush(), None)
                 self._mux(self._enc.encode(None))
+            if self.video_index is not None:
+                self._video_progress(None)
+                self._interleaver.end(self.video_index)
+            if self.ready:
+                for side in self.sides:
+                    side.end()
+            self._interleaver.flush()
             if self._hash is not None:
                 self._hash.write_trailer()
             elif self._container is not None:
-                self._container.close()
+                self._container.close()  # no header was written when no stream could open
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.name) from exc
         finally:

@@ -9,7 +9,7 @@ as the ffmpeg CLI does (without ``-copyts``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -41,6 +41,7 @@ class Source:
         format: str | None = None,  # noqa: A002 - ffmpeg's -f
         options: dict[str, str] | None = None,
         threads: int | str = "auto",
+        video: bool = True,
     ) -> None:
         import av
 
@@ -56,18 +57,49 @@ class Source:
             raise from_av_error(exc, file=url) from exc
         except ValueError as exc:  # PyAV: unknown format name
             raise InvalidArgumentError(f"Unknown input format: '{format}'", file=url) from exc
-        if not self._container.streams.video:
+        #: Packets of the streams that go around the chain, by input stream index (see media.sidepath).
+        self.side_handlers: dict[int, Callable[[Any], None]] = {}
+        #: Called once the demuxer is at its end (the side streams flush their decoders).
+        self.side_ends: list[Callable[[], None]] = []
+        self.frames_read = 0
+        self.video = video and bool(self._container.streams.video)
+        if video and not self._container.streams.video:
             self._container.close()
             raise InvalidArgumentError("no video stream", file=url)
+        start = self._container.start_time
+        self._offset_us = -start if start is not None and self.format != "lavfi" else 0
+        if not self.video:
+            self._stream: Any = None
+            return
         self._stream = self._container.streams.video[0]
         ctx = self._stream.codec_context
         if threads == "auto" or int(threads) != 1:
             ctx.thread_type = "AUTO"
             if threads != "auto":
                 ctx.thread_count = int(threads)
-        start = self._container.start_time
-        self._offset_us = -start if start is not None and self.format != "lavfi" else 0
-        self.frames_read = 0
+
+    def use_video(self, index: int | None) -> None:
+        """Decode input stream ``index`` for the chain (None: no video is decoded, e.g. -c:v copy)."""
+        if index is None:
+            self._stream = None
+            self.video = False
+            return
+        stream = self._container.streams[index]
+        if stream is not self._stream:
+            ctx = stream.codec_context
+            ctx.thread_type = self._stream.codec_context.thread_type if self._stream is not None else "AUTO"
+            self._stream = stream
+        self.video = True
+
+    @property
+    def streams(self) -> Any:
+        """PyAV's streams of the input, for stream selection and the side streams."""
+        return self._container.streams
+
+    @property
+    def offset(self) -> Fraction:
+        """Seconds added to every timestamp (ffmpeg's ts_offset: minus the input's start time)."""
+        return Fraction(self._offset_us, 1_000_000)
 
     @property
     def info(self) -> StreamInfo:
@@ -90,18 +122,63 @@ class Source:
         import av
 
         stream = self._stream
+        sides = [self._container.streams[i] for i in sorted(self.side_handlers)]
+        if stream is None:
+            yield from self._demux_sides(sides)
+            return
         offset = None
         if self._offset_us:
             offset = int(round(Fraction(self._offset_us, 1_000_000) / stream.time_base))
         sar = stream.sample_aspect_ratio
         try:
-            for packet in self._container.demux(stream):
+            for packet in self._container.demux(stream, *sides):
+                if packet.stream.index != stream.index:
+                    self.side_handlers[packet.stream.index](packet)
+                    continue
                 for av_frame in packet.decode():
                     yield self._wrap(av_frame, offset, sar)
+            self._end_sides()
         except AvdnnError:
             raise
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.url).with_context(pts=None) from exc
+
+    def _demux_sides(self, sides: list[Any]) -> Iterator[Frame]:
+        """No video to decode: the demuxer feeds the side streams only (an audio-only output)."""
+        import av
+
+        try:
+            for packet in self._container.demux(*sides):
+                self.side_handlers[packet.stream.index](packet)
+            self._end_sides()
+        except (av.FFmpegError, OSError) as exc:
+            raise from_av_error(exc, file=self.url) from exc
+        yield from ()
+
+    def drain_sides(self, done: Callable[[], bool]) -> None:
+        """After the video stopped early: keep demuxing the side streams until ``done()`` says so.
+
+        ffmpeg reads on until every output stream is finished, so with ``-frames:v`` the audio
+        still reaches the point where the video ended although the file interleaves it later.
+        """
+        import av
+
+        sides = [self._container.streams[i] for i in sorted(self.side_handlers)]
+        if not sides or done():
+            return
+        try:
+            for packet in self._container.demux(*sides):
+                self.side_handlers[packet.stream.index](packet)
+                if done():
+                    return
+            self._end_sides()
+        except (av.FFmpegError, OSError) as exc:
+            raise from_av_error(exc, file=self.url) from exc
+
+    def _end_sides(self) -> None:
+        ends, self.side_ends = self.side_ends, []
+        for end in ends:
+            end()
 
     def _wrap(self, av_frame: Any, offset: int | None, sar: Any) -> Frame:
         if av_frame.pts is None:
@@ -119,7 +196,8 @@ class Source:
         # and a worker logging through PyAV's Python log callback then deadlocks (seen with
         # h264 stopped early by -frames:v while the CLI forwards FFmpeg's log lines).
         try:
-            self._stream.codec_context.flush_buffers()
+            if self._stream is not None:
+                self._stream.codec_context.flush_buffers()
         except Exception:  # noqa: BLE001 - closing must not fail on a decoder that never opened
             pass
         self._container.close()

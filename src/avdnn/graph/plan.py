@@ -1,0 +1,250 @@
+"""The run plan of one output: which input streams it takes, in what order, and each one's path.
+
+ffmpeg's rules (fftools/ffmpeg_mux_init.c), reproduced:
+
+* without ``-map``: the best video stream (largest picture; the default-disposition one first),
+  the best audio stream (most channels), and the first subtitle stream the muxer can carry,
+  each only where the muxer has a default codec of that type;
+* ``-map`` in order: ``0``, ``0:v``, ``0:a:1``, ``0:3``, ``0:V`` (no attached pictures),
+  ``-0:s`` (removes what earlier maps added), a trailing ``?`` (no error when nothing matches);
+* ``-vn``/``-an``/``-sn``/``-dn`` remove a type also from explicit maps;
+* per stream, ``-c[:SPEC]`` (``copy`` or an encoder; the most specific specifier wins, as in
+  ffmpeg) and, for audio, ``-b:a``, ``-ar``, ``-ac``, ``-af``.
+
+The video stream goes through the chain; the others go around it (:mod:`avdnn.media.sidepath`).
+Deliberate differences, documented: ``-c copy`` together with ``-vf`` copies the streams that are
+not filtered (ffmpeg refuses the pair); data streams are taken only when mapped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidArgumentError, NotSupportedError
+from ..media.sidepath import AudioEncodePath, CopyPath, SidePath
+
+_TYPES = {"v": "video", "V": "video", "a": "audio", "s": "subtitle", "d": "data", "t": "attachment"}
+_MAP_RE = re.compile(r"^(?P<neg>-)?(?P<file>\d+)(?::(?P<spec>[^?]*))?(?P<opt>\?)?$")
+
+
+@dataclass(frozen=True)
+class StreamMap:
+    """One ``-map`` argument."""
+
+    text: str
+    negative: bool
+    file: int
+    type: str | None  # a key of _TYPES
+    index: int | None  # n-th of the type, or the absolute stream index when type is None
+    optional: bool
+
+    @classmethod
+    def parse(cls, text: str) -> StreamMap:
+        m = _MAP_RE.match(text)
+        if m is None:
+            if text.startswith("["):
+                raise NotSupportedError(f"-map '{text}': output pads of -filter_complex are not supported yet",
+                                        option="map")
+            raise InvalidArgumentError(f"Invalid stream specifier: {text}", option="map")
+        spec = m.group("spec")
+        kind: str | None = None
+        index: int | None = None
+        if spec:
+            parts = spec.split(":")
+            if parts[0] in _TYPES:
+                kind = parts.pop(0)
+            if len(parts) > 1 or (parts and not parts[0].isdigit()):
+                raise NotSupportedError(f"-map '{text}': stream specifier '{spec}' (programs, metadata, "
+                                        "ids) is not supported yet", option="map")
+            if parts:
+                index = int(parts[0])
+        return cls(text, bool(m.group("neg")), int(m.group("file")), kind, index, bool(m.group("opt")))
+
+    def matches(self, streams: list[Any], stream: Any) -> bool:
+        if self.type is not None:
+            if stream.type != _TYPES[self.type]:
+                return False
+            if self.type == "V" and _attached_pic(stream):
+                return False
+            if self.index is None:
+                return True
+            same = [s for s in streams if s.type == stream.type and not (self.type == "V" and _attached_pic(s))]
+            return self.index < len(same) and same[self.index] is stream
+        return self.index is None or stream.index == self.index
+
+
+def _attached_pic(stream: Any) -> bool:
+    return bool(int(getattr(stream, "disposition", 0) or 0) & 0x400)  # AV_DISPOSITION_ATTACHED_PIC
+
+
+def _default(stream: Any) -> bool:
+    return bool(int(getattr(stream, "disposition", 0) or 0) & 0x1)  # AV_DISPOSITION_DEFAULT
+
+
+@dataclass
+class StreamOptions:
+    """The stream options of one output, as the CLI and the API take them."""
+
+    maps: list[str] = field(default_factory=list)
+    vn: bool = False
+    an: bool = False
+    sn: bool = False
+    dn: bool = False
+    #: ``-c[:SPEC] NAME`` by specifier ("" for plain -c; "v", "a", "a:1", ...)
+    codecs: dict[str, str] = field(default_factory=dict)
+    #: per-stream encoder options by (name, specifier): ``-b:a 128k`` is ("b", "a")
+    per_stream: dict[tuple[str, str], str] = field(default_factory=dict)
+    audio_filters: str = ""
+
+    def lookup(self, table: dict[str, str], media_type: str, nth: int) -> str | None:
+        """ffmpeg's rule: the most specific specifier matching the output stream wins."""
+        letter = {"video": "v", "audio": "a", "subtitle": "s", "data": "d", "attachment": "t"}[media_type]
+        for key in (f"{letter}:{nth}", letter, ""):
+            if key in table:
+                return table[key]
+        return None
+
+    def stream_option(self, name: str, media_type: str, nth: int) -> str | None:
+        table = {spec: v for (n, spec), v in self.per_stream.items() if n == name}
+        return self.lookup(table, media_type, nth)
+
+
+@dataclass
+class OutputPlan:
+    """What one output carries: input streams in output order, and where the video goes."""
+
+    streams: list[Any]
+    video_index: int | None  # position of the chain's video stream among ``streams``
+    sides: list[SidePath]
+
+
+def select_streams(streams: list[Any], opts: StreamOptions, *, defaults: dict[str, str | None],
+                   accepts: Any = None) -> list[Any]:
+    """The input streams an output takes, in output order (ffmpeg's -map / automatic selection)."""
+    chosen: list[Any] = []
+    if opts.maps:
+        parsed = [StreamMap.parse(m) for m in opts.maps]
+        for smap in parsed:
+            if smap.file != 0:
+                raise InvalidArgumentError(f"Invalid input file index: {smap.file}.", option="map")
+            hits = [s for s in streams if smap.matches(streams, s)]
+            if smap.negative:
+                chosen = [s for s in chosen if s not in hits]
+                continue
+            if not hits and not smap.optional:
+                raise InvalidArgumentError(f"Stream map '{smap.text}' matches no streams.\nTo ignore this, "
+                                           "add a trailing '?' to the map.", option="map")
+            chosen += hits
+    else:
+        if defaults.get("video") and not opts.vn:
+            best = _best(streams, "video", lambda s: s.codec_context.width * s.codec_context.height
+                         if s.codec_context is not None else 0)
+            chosen += [best] if best is not None else []
+        if defaults.get("audio") and not opts.an:
+            best = _best(streams, "audio", lambda s: s.codec_context.channels if s.codec_context is not None else 0)
+            chosen += [best] if best is not None else []
+        if not opts.sn:
+            chosen += _auto_subtitle(streams, defaults.get("subtitle"), opts)
+    drop = {"video": opts.vn, "audio": opts.an, "subtitle": opts.sn, "data": opts.dn}
+    return [s for s in chosen if not drop.get(s.type, False)]
+
+
+def _best(streams: list[Any], kind: str, size: Any) -> Any:
+    """ffmpeg's map_auto_video/audio score: size, then the default disposition; ties: the first."""
+    best, best_score = None, -1
+    for s in streams:
+        if s.type != kind:
+            continue
+        score = size(s) + 5_000_000 * _default(s)
+        if kind == "video" and _attached_pic(s):
+            score = 1
+        if score > best_score:
+            best, best_score = s, score
+    return best
+
+
+def _auto_subtitle(streams: list[Any], muxer_codec: str | None, opts: StreamOptions) -> list[Any]:
+    """The first subtitle stream whose kind (text or bitmap) the muxer's subtitle encoder shares."""
+    import av
+
+    forced = opts.lookup(opts.codecs, "subtitle", 0)
+    if not muxer_codec and not forced:
+        return []
+    out_props = 0
+    if muxer_codec:
+        try:
+            codec = av.Codec(muxer_codec, "w")
+            out_props = (codec.text_sub and 1) | (codec.bitmap_sub and 2)
+        except (av.FFmpegError, ValueError):
+            out_props = 0
+    for s in streams:
+        if s.type != "subtitle":
+            continue
+        ctx = s.codec_context
+        try:
+            dec = av.Codec(ctx.name, "r") if ctx is not None else None
+        except (av.FFmpegError, ValueError):
+            dec = None
+        in_props = 0 if dec is None else (dec.text_sub and 1) | (dec.bitmap_sub and 2)
+        if forced or in_props & out_props:
+            return [s]
+    return []
+
+
+def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, offset: Any, bitexact: bool,
+                defaults: dict[str, str | None], chain_given: bool) -> list[SidePath]:
+    """One path per output stream other than the chain's video, in output order."""
+    sides: list[SidePath] = []
+    counts: dict[str, int] = {}
+    for out_index, stream in enumerate(streams):
+        nth = counts.get(stream.type, 0)
+        counts[stream.type] = nth + 1
+        codec = opts.lookup(opts.codecs, stream.type, nth)
+        if stream is video_stream:
+            if codec == "copy" and chain_given:
+                raise InvalidArgumentError("Filtergraph was specified, but codec copy was selected for the "
+                                           "video stream. Filtering and streamcopy cannot be used together.",
+                                           option="c:v")
+            continue
+        label = f"0:{stream.index} {stream.type}"
+        if stream.type in ("subtitle", "data", "attachment") or codec == "copy":
+            sides.append(CopyPath(stream, out_index, offset=offset, label=label))
+            continue
+        if stream.type == "video":
+            raise NotSupportedError(f"a second video stream (0:{stream.index}) can only be copied (-c:v copy) "
+                                    "in this version: one chain per output", option="map")
+        codec = codec or defaults.get("audio")
+        if not codec:
+            raise InvalidArgumentError(f"the output format has no audio encoder for stream 0:{stream.index}",
+                                       option="c:a")
+
+        def num(name: str, kind: str = stream.type, i: int = nth) -> int | None:
+            text = opts.stream_option(name, kind, i)
+            return None if text is None else _number(text, name)
+
+        sides.append(AudioEncodePath(
+            stream, out_index, codec=codec, offset=offset, label=label, bitexact=bitexact,
+            bit_rate=num("b"), sample_rate=num("ar"), channels=num("ac"),
+            filters=_parse_audio_chain(opts.audio_filters), filters_text=opts.audio_filters,
+        ))
+    return sides
+
+
+def _number(text: str, name: str) -> int:
+    """ffmpeg's numbers with SI suffixes (``128k``, ``1M``)."""
+    m = re.fullmatch(r"([0-9.]+)([kKMG]?)(i?)", text.strip())
+    if m is None:
+        raise InvalidArgumentError(f"Invalid value '{text}' for option '{name}'", option=name)
+    base = 1024 if m.group(3) else 1000
+    power = {"": 0, "k": 1, "K": 1, "M": 2, "G": 3}[m.group(2)]
+    return int(float(m.group(1)) * base**power)
+
+
+def _parse_audio_chain(text: str) -> list[tuple[str, str | None]]:
+    if not text:
+        return []
+    from .parse import parse_chain
+
+    return [(spec.name, spec.args) for spec in parse_chain(text)]
