@@ -169,7 +169,7 @@ def _auto_subtitle(streams: list[Any], muxer_codec: str | None, opts: StreamOpti
     """The first subtitle stream whose kind (text or bitmap) the muxer's subtitle encoder shares."""
     import av
 
-    forced = opts.lookup(opts.codecs, "subtitle", 0)
+    forced = opts.codecs.get("s")  # only -c:s / -scodec count here (opt_match_per_type_str), not a plain -c
     if not muxer_codec and not forced:
         return []
     out_props = 0
@@ -209,7 +209,12 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
                                            option="c:v")
             continue
         label = f"0:{stream.index} {stream.type}"
+        if stream.type == "subtitle" and codec not in (None, "copy"):
+            raise NotSupportedError(f"subtitle encoding (-c:s {codec}) is not supported yet: use -c:s copy or -sn",
+                                    option="c:s")
         if stream.type in ("subtitle", "data", "attachment") or codec == "copy":
+            # Deliberate difference: a subtitle stream is copied, where ffmpeg would convert it to
+            # the muxer's default subtitle codec (subrip -> ass in Matroska).
             sides.append(CopyPath(stream, out_index, offset=offset, label=label))
             continue
         if stream.type == "video":

@@ -17,6 +17,7 @@ wrote, dropped and failed, by cause (:class:`StreamStats`).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,28 +51,39 @@ class StreamStats:
         self.dropped[cause] = self.dropped.get(cause, 0) + n
 
 
+def rescale(value: int, src: Fraction, dst: Fraction, rnd: str = "near") -> int:
+    """libavutil's av_rescale_q_rnd: ``near`` (halves away from zero, av_rescale_q), ``up``, ``down``."""
+    v = value * src / dst
+    if rnd == "up":
+        return -((-v.numerator) // v.denominator)
+    if rnd == "down":
+        return v.numerator // v.denominator
+    q = (abs(v.numerator) * 2 + v.denominator) // (2 * v.denominator)
+    return q if v >= 0 else -q
+
+
 def rescale_delta(in_tb: Fraction, in_ts: int, fs_tb: Fraction, duration: int, last: list[int | None],
                   out_tb: Fraction) -> int:
-    """libavutil's ``av_rescale_delta``: rescale keeping sample-accurate continuity."""
-    def rnd(v: Fraction, up: bool) -> int:
-        return -((-v.numerator) // v.denominator) if up else v.numerator // v.denominator
+    """libavutil's ``av_rescale_delta``: rescale keeping sample-accurate continuity (``last[0]``)."""
+    if last[0] is not None and duration and in_tb > out_tb:
+        a = rescale(2 * in_ts - 1, in_tb, fs_tb, "down") >> 1
+        b = (rescale(2 * in_ts + 1, in_tb, fs_tb, "up") + 1) >> 1
+        if 2 * a - b <= last[0] <= 2 * b - a:
+            this = min(max(last[0], a), b)
+            last[0] = this + duration
+            return rescale(this, fs_tb, out_tb)
+    last[0] = rescale(in_ts, in_tb, fs_tb) + duration
+    return rescale(in_ts, in_tb, out_tb)
 
-    def near(v: Fraction) -> int:  # av_rescale_q: halves away from zero
-        q = abs(v)
-        r = int(q + Fraction(1, 2)) if q.denominator != 1 else int(q)
-        return r if v >= 0 else -r
 
-    if last[0] is None or not duration or in_tb <= out_tb:
-        last[0] = near(in_ts * in_tb / fs_tb) + duration
-        return near(in_ts * in_tb / out_tb)
-    a = rnd((2 * in_ts - 1) * in_tb / fs_tb, False) >> 1
-    b = (rnd((2 * in_ts + 1) * in_tb / fs_tb, True) + 1) >> 1
-    if last[0] < 2 * a - b or last[0] > 2 * b - a:
-        last[0] = near(in_ts * in_tb / fs_tb) + duration
-        return near(in_ts * in_tb / out_tb)
-    this = min(max(last[0], a), b)
-    last[0] = this + duration
-    return near(this * fs_tb / out_tb)
+#: av_channel_layout_default: the first layout of libavutil's table with that many channels.
+_DEFAULT_LAYOUTS = {1: "mono", 2: "stereo", 3: "2.1", 4: "4.0", 5: "5.0", 6: "5.1", 7: "6.1", 8: "7.1",
+                    10: "5.1.4", 12: "7.1.4", 16: "hexadecagonal", 24: "22.2"}
+
+
+def default_layout(channels: int) -> str:
+    """The layout ffmpeg's ``-ac N`` asks for (an unnamed one, ``Nc``, past the table)."""
+    return _DEFAULT_LAYOUTS.get(channels, f"{channels}c")
 
 
 class SidePath:
@@ -119,7 +131,9 @@ class CopyPath(SidePath):
     def __init__(self, stream: Any, out_index: int, **kw: Any) -> None:
         super().__init__(stream, out_index, **kw)
         self.media_type = stream.type
-        self.codec_name = stream.codec_context.name if stream.codec_context is not None else "none"
+        ctx = stream.codec_context
+        # the codec's name (avcodec_get_name), not its decoder's: subrip, not srt
+        self.codec_name = ctx.codec.canonical_name if ctx is not None else "none"
         self.time_base = Fraction(stream.time_base)
         self._shift = round(self.offset / self.time_base)
 
@@ -207,13 +221,15 @@ class AudioEncodePath(SidePath):
         self._decoded: deque[Any] = deque()  # decoded, waiting for the encoder (None: end of stream)
         self._synced: deque[Any] = deque()   # filtered, waiting for the video (sync queue)
         self._flushed = False
+        # audio_ts_process state (DecoderPriv): last pts and duration estimate in the internal time base
         self._last_delta: list[int | None] = [None]
-        self._last: tuple[int, int, Fraction] | None = None  # pts, duration estimate, time base
+        self._last_pts: int | None = None
+        self._last_dur = 0
+        self._last_tb = Fraction(1, 1)
+        self._last_rate = 0
 
     def _aformat(self, sample_rate: int | None, channels: int | None) -> str:
         """The aformat arguments of ffmpeg's configure_output_audio_filter for this encoder."""
-        import av
-
         c = self._codec
         args = []
         fmts = [f.name for f in (c.audio_formats or ())]
@@ -223,7 +239,7 @@ class AudioEncodePath(SidePath):
         if rates:
             args.append("sample_rates=" + "|".join(str(r) for r in rates))
         if channels:
-            args.append("channel_layouts=" + av.AudioLayout(channels).name)
+            args.append("channel_layouts=" + default_layout(channels))
         return ":".join(args)
 
     # -- the output stream ----------------------------------------------------------------
@@ -312,24 +328,34 @@ class AudioEncodePath(SidePath):
             self._run()
 
     def _ts(self, frame: Any) -> None:
-        """ffmpeg_dec.c audio_ts_process: timestamps in 1/sample_rate, continuous across packets."""
-        tb_filter = Fraction(1, frame.sample_rate)
-        tb = Fraction(frame.time_base) if frame.time_base else Fraction(self.stream.time_base)
+        """ffmpeg_dec.c audio_ts_process: continuous timestamps in an internal time base that can
+        hold every sample rate seen (audio_samplerate_update), then in 1/sample_rate."""
+        sr = frame.sample_rate
+        ftb = Fraction(frame.time_base) if frame.time_base else Fraction(self.stream.time_base)
+        if sr != self._last_rate:
+            prev = self._last_tb.denominator
+            g = math.gcd(prev, sr)
+            new = Fraction(1, 28224000) if prev // g >= (2**31 - 1) // sr else Fraction(1, prev // g * sr)
+            if ftb.numerator == 1 and ftb.denominator > new.denominator and not ftb.denominator % new.denominator:
+                new = ftb
+            if self._last_pts is not None:
+                self._last_pts = rescale(self._last_pts, self._last_tb, new)
+            self._last_dur = rescale(self._last_dur, self._last_tb, new)
+            self._last_tb, self._last_rate = new, sr
+        tb = self._last_tb
+        pred = 0 if self._last_pts is None else self._last_pts + self._last_dur
         pts = frame.pts
         if pts is not None and self.offset:
-            pts += round(self.offset / tb)
+            pts += rescale(1, self.offset, ftb)  # the demuxer's ts_offset
         if pts is None:
-            if self._last is None:
-                pts, tb = 0, tb_filter
-            else:
-                pts, tb = self._last[0] + self._last[1], self._last[2]
-        elif self._last is not None:
-            pred = Fraction(self._last[0] + self._last[1]) * self._last[2] / tb
-            if pts > -((-pred.numerator) // pred.denominator):
-                self._last_delta = [None]  # a gap in the timestamps: restart the conversion
-        self._last = (pts, round(Fraction(frame.samples) * tb_filter / tb), tb)
-        frame.pts = rescale_delta(tb, pts, tb_filter, frame.samples, self._last_delta, tb_filter)
-        frame.time_base = tb_filter
+            pts, ftb = pred, tb
+        elif self._last_pts is not None and pts > rescale(pred, tb, ftb, "up"):
+            self._last_delta = [None]  # a gap in the timestamps: restart the conversion
+        pts = rescale_delta(ftb, pts, tb, frame.samples, self._last_delta, tb)
+        self._last_pts = pts
+        self._last_dur = rescale(frame.samples, Fraction(1, sr), tb)
+        frame.pts = rescale(pts, tb, Fraction(1, sr))
+        frame.time_base = Fraction(1, sr)
 
     def _run(self) -> None:
         """Decoded frames through the graph, once the encoder exists (its frame size shapes the graph)."""
