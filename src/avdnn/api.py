@@ -110,6 +110,10 @@ def run(
     audio_filters: str = "",
     metadata: dict[str, str] | None = None,
     stream_options: StreamOptions | None = None,
+    start_time: int | float | str | None = None,
+    recording_time: int | float | str | None = None,
+    stop_time: int | float | str | None = None,
+    format_options: dict[str, str] | None = None,
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
 
@@ -123,7 +127,16 @@ def run(
     ``audio_codec`` (``"copy"`` or an encoder), ``audio_bitrate`` (``"128k"``), ``audio_rate``,
     ``audio_channels``, ``audio_filters`` (``-af``) and ``subtitle_codec`` select and shape them;
     ``stream_options`` takes all of them (and per-stream specifiers) at once, as the CLI does.
+    ``start_time``, ``recording_time`` and ``stop_time`` are the output's ``-ss``, ``-t`` and
+    ``-to`` (seconds, or ffmpeg's duration text; an int is microseconds, as ffmpeg keeps them).
     """
+    start_us = _duration(start_time, "ss")
+    rec_us = _duration(recording_time, "t")
+    stop_us = _duration(stop_time, "to")
+    if rec_us is None and stop_us is not None:
+        rec_us = stop_us - (start_us or 0)
+        if rec_us <= 0:
+            raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
     source = open_source(input, input_format=input_format, input_options=input_options)
     try:
         if output is None:
@@ -138,12 +151,13 @@ def run(
         video_codec = opts.lookup(opts.codecs, "video", 0)
         sink = Sink(output, format=format, codec=None if video_codec == "copy" else video_codec, pix_fmt=pix_fmt,
                     rate=Fraction(rate) if rate is not None else None, overwrite=overwrite,
-                    bitexact=bitexact, codec_options=codec_options, fps_mode=fps_mode, metadata=metadata)
+                    bitexact=bitexact, codec_options=codec_options, fps_mode=fps_mode, metadata=metadata,
+                    start_time=start_us, recording_time=rec_us, format_options=format_options)
     except BaseException:
         source.close()
         raise
     try:
-        _plan(source, sink, opts, filters, bitexact=bitexact)
+        _plan(source, sink, opts, filters, bitexact=sink.bitexact)
     except BaseException:
         source.close()
         sink.abort()
@@ -155,6 +169,17 @@ def run(
         sink.abort()
         raise
     return pipeline.run(progress)
+
+
+def _duration(value: int | float | str | None, option: str) -> int | None:
+    """An ffmpeg duration in microseconds: an int is microseconds, a float seconds, a str ffmpeg's text."""
+    if value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return round(value * 1_000_000)
+    from .media.duration import parse_duration
+
+    return parse_duration(value, option)
 
 
 def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, vn: bool, an: bool,  # noqa: A002

@@ -54,8 +54,13 @@ class Args:
     fps_mode: str = "auto"
     bitexact: bool = False
     codec_options: dict[str, str] = field(default_factory=dict)
+    format_options: dict[str, str] = field(default_factory=dict)
     streams: StreamOptions = field(default_factory=StreamOptions)
     metadata: dict[str, str] = field(default_factory=dict)
+    #: output -ss, -t, -to in microseconds
+    start_time: int | None = None
+    recording_time: int | None = None
+    stop_time: int | None = None
     output: str | None = None
 
 
@@ -65,7 +70,7 @@ _FILE_BOOLS = {"bitexact", "vn", "an", "sn", "dn"}
 #: Options that take a value and are avdnn's own (ffmpeg_opt.c names); the rest are AVOptions.
 _GLOBAL_VALUES = {"loglevel", "v"}
 _OUTPUT_VALUES = {"vf", "filter", "af", "frames", "vframes", "c", "codec", "vcodec", "acodec", "scodec",
-                  "pix_fmt", "r", "f", "fps_mode", "vsync", "map", "metadata", "b", "ar", "ac"}
+                  "pix_fmt", "r", "f", "fps_mode", "vsync", "map", "metadata", "b", "ar", "ac", "ss", "t", "to"}
 
 
 def _split(tok: str) -> tuple[str, str]:
@@ -135,13 +140,8 @@ def parse_args(argv: Sequence[str]) -> Args:
         elif name in _OUTPUT_VALUES:
             _output_option(a, name, spec, value(tok))
         else:
-            _check_av_option(tok)
-            key = tok[1:]
-            if key in ("fflags",):
-                a.bitexact = a.bitexact or "bitexact" in value(tok).split("+")
-                i += 1
-                continue
-            a.codec_options[key] = value(tok)
+            owner = _check_av_option(tok)
+            (a.format_options if owner == "avformat" else a.codec_options)[tok[1:]] = value(tok)
         i += 1
     return a
 
@@ -159,12 +159,14 @@ def _global_flag(a: Args, name: str, *, on: bool) -> None:
         a.show_version = True
 
 
-def _check_av_option(tok: str) -> None:
-    """ffmpeg's "Unrecognized option" for a name no library's AVOptions know."""
+def _check_av_option(tok: str) -> str:
+    """The library whose AVOptions know the name; ffmpeg's "Unrecognized option" when none does."""
     from .media.libav import av_option_owner
 
-    if av_option_owner(tok[1:]) is None:
+    owner = av_option_owner(tok[1:])
+    if owner is None:
         raise OptionNotFoundError(f"Unrecognized option '{tok[1:]}'.", code=AVERROR_OPTION_NOT_FOUND)
+    return owner
 
 
 def _output_option(a: Args, name: str, spec: str, val: str) -> None:
@@ -185,6 +187,16 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
             a.codec = val
     elif name == "map":
         st.maps.append(val)
+    elif name in ("ss", "t", "to"):
+        from .media.duration import parse_duration
+
+        us = parse_duration(val, name)
+        if name == "ss":
+            a.start_time = us
+        elif name == "t":
+            a.recording_time = us
+        else:
+            a.stop_time = us
     elif name == "metadata":
         if spec:
             raise NotSupportedError(f"-metadata:{spec}: per-stream metadata is not supported yet",
@@ -226,7 +238,9 @@ def run_kwargs(args: Args) -> dict[str, Any]:
         "input_format": args.input_format, "input_options": args.input_options, "frames": args.frames,
         "format": args.format, "codec": args.codec, "pix_fmt": args.pix_fmt, "rate": args.rate,
         "overwrite": args.overwrite, "bitexact": args.bitexact, "codec_options": args.codec_options,
+        "format_options": args.format_options,
         "fps_mode": args.fps_mode, "stream_options": args.streams, "metadata": args.metadata or None,
+        "start_time": args.start_time, "recording_time": args.recording_time, "stop_time": args.stop_time,
     }
 
 

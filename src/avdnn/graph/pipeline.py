@@ -302,4 +302,8 @@ def _output_format_tail(sink: Sink | None) -> list[FilterSpec]:
         args.append("pix_fmts=" + "|".join(fmts))
     if ranges:
         args.append("color_ranges=" + "|".join(ranges))
-    return [FilterSpec("format", None, ":".join(args))] if args else []
+    tail = [FilterSpec("format", None, ":".join(args))] if args else []
+    trim = sink.trim_filter()
+    if trim is not None:  # output -ss/-t: ffmpeg's insert_trim, after the format filter
+        tail.append(FilterSpec(trim[0], "trim_out", trim[1]))
+    return tail

@@ -406,6 +406,7 @@ def option_consts(name: str, option: str) -> list[str]:
 
 _avcodec: ctypes.CDLL | None = None
 _COLOR_RANGES = {1: "tv", 2: "pc"}
+_AV_CODEC_CONFIG_CHANNEL_LAYOUT = 4
 _AV_CODEC_CONFIG_COLOR_RANGE = 5
 
 
@@ -451,12 +452,7 @@ def av_option_owner(name: str) -> str | None:
     return None
 
 
-def encoder_color_ranges(name: str) -> list[str] | None:
-    """Colour ranges an encoder accepts ("tv", "pc"); None when it takes any.
-
-    The ffmpeg CLI adds these to the format= it appends for the encoder (mjpeg wants "pc"),
-    which PyAV does not report.
-    """
+def _encoder(name: str) -> tuple[ctypes.CDLL, int | None]:
     global _avcodec
     with _lock:
         if _avcodec is None:
@@ -466,7 +462,39 @@ def encoder_color_ranges(name: str) -> list[str] | None:
                 ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_int))
             _avcodec = lib
         lib = _avcodec
-    codec = lib.avcodec_find_encoder_by_name(name.encode())
+    return lib, lib.avcodec_find_encoder_by_name(name.encode())
+
+
+def encoder_channel_layouts(name: str) -> list[str] | None:
+    """Channel layouts an audio encoder accepts, described as ffmpeg's aformat takes them; None: any.
+
+    ffmpeg's choose_channel_layouts lists these in the aformat it appends (ac3 takes 5.1(side),
+    not 5.1), and PyAV does not report them.
+    """
+    avu, _ = _load()
+    lib, codec = _encoder(name)
+    if not codec:
+        return None
+    out, count = _P(), ctypes.c_int(0)
+    if lib.avcodec_get_supported_config(None, codec, _AV_CODEC_CONFIG_CHANNEL_LAYOUT, 0,
+                                        ctypes.byref(out), ctypes.byref(count)) < 0 or not out:
+        return None
+    layouts = ctypes.cast(out, ctypes.POINTER(_ChLayout))
+    names = []
+    buf = ctypes.create_string_buffer(128)
+    for i in range(count.value):
+        avu.av_channel_layout_describe(ctypes.byref(layouts[i]), buf, len(buf))
+        names.append(buf.value.decode())
+    return names or None
+
+
+def encoder_color_ranges(name: str) -> list[str] | None:
+    """Colour ranges an encoder accepts ("tv", "pc"); None when it takes any.
+
+    The ffmpeg CLI adds these to the format= it appends for the encoder (mjpeg wants "pc"),
+    which PyAV does not report.
+    """
+    lib, codec = _encoder(name)
     if not codec:
         return None
     out, count = _P(), ctypes.c_int(0)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 
 AV_CODEC_FLAG_BITEXACT = 0x800000
+_US = Fraction(1, 1_000_000)
 AV_CODEC_CAP_VARIABLE_FRAME_SIZE = 1 << 16
 
 
@@ -135,7 +136,8 @@ class CopyPath(SidePath):
         # the codec's name (avcodec_get_name), not its decoder's: subrip, not srt
         self.codec_name = ctx.codec.canonical_name if ctx is not None else "none"
         self.time_base = Fraction(stream.time_base)
-        self._shift = round(self.offset / self.time_base)
+        self._shift = rescale(1, self.offset, self.time_base) if self.offset else 0
+        self._started = False
 
     def add_output(self, container: Any) -> Any:
         out = container.add_stream_from_template(self.stream)
@@ -158,17 +160,45 @@ class CopyPath(SidePath):
         return HashStream(self.media_type, self.codec_name, self.time_base, extradata=extra)
 
     def packet(self, packet: Any) -> None:
+        """ffmpeg's of_streamcopy: output -ss/-t on the estimated dts, keyframe start, shifts."""
         assert self.sink is not None
         if packet.dts is None and packet.pts is None and not packet.size:
             return  # the demuxer's flush packet
         self.stats.packets_read += 1
+        if self.ended:
+            self.stats.drop("output -t/-to reached")
+            return
+        tb = self.time_base
         if self._shift:
             if packet.pts is not None:
                 packet.pts += self._shift
             if packet.dts is not None:
                 packet.dts += self._shift
-        if self.media_type == "audio" and packet.dts is not None:
-            packet.pts = packet.dts  # ffmpeg's of_streamcopy: audio pts follows dts
+        ts = packet.dts if packet.dts is not None else packet.pts
+        dts_us = rescale(ts, tb, _US) if ts is not None else None
+        start = self.sink.start_time
+        rec = self.sink.recording_time
+        if rec is not None and dts_us is not None and dts_us >= rec + (start or 0):
+            self.stats.drop("output -t/-to reached")
+            self.end()
+            return
+        if not self._started:
+            if not packet.is_keyframe:
+                self.stats.drop("before the first keyframe (ffmpeg copies from a keyframe)")
+                return
+            copy_start = max(0, start or 0)
+            if (dts_us if packet.pts is None else packet.pts * tb * 1_000_000) < copy_start or (
+                    start is not None and dts_us is not None and dts_us < start):
+                self.stats.drop("before output -ss")
+                return
+            self._started = True
+        offset = rescale(start or 0, _US, tb)
+        if packet.dts is not None and self.media_type == "audio":
+            packet.pts = packet.dts - offset  # of_streamcopy: an audio packet's pts follows its dts
+        elif packet.pts is not None:
+            packet.pts -= offset
+        if packet.dts is not None:
+            packet.dts -= offset
         self.sink.push_side(self, packet, self.time_base)
 
     def end(self) -> None:
@@ -221,6 +251,8 @@ class AudioEncodePath(SidePath):
         self._decoded: deque[Any] = deque()  # decoded, waiting for the encoder (None: end of stream)
         self._synced: deque[Any] = deque()   # filtered, waiting for the video (sync queue)
         self._flushed = False
+        self._trimmed = False
+        self._start_shift = 0
         # audio_ts_process state (DecoderPriv): last pts and duration estimate in the internal time base
         self._last_delta: list[int | None] = [None]
         self._last_pts: int | None = None
@@ -240,6 +272,12 @@ class AudioEncodePath(SidePath):
             args.append("sample_rates=" + "|".join(str(r) for r in rates))
         if channels:
             args.append("channel_layouts=" + default_layout(channels))
+        else:
+            from .libav import encoder_channel_layouts
+
+            layouts = encoder_channel_layouts(c.name)
+            if layouts:
+                args.append("channel_layouts=" + "|".join(layouts))
         return ":".join(args)
 
     # -- the output stream ----------------------------------------------------------------
@@ -275,8 +313,15 @@ class AudioEncodePath(SidePath):
         except (av.FFmpegError, ValueError) as exc:
             raise from_av_error(exc) from exc
         self.encoder = enc
-        return HashStream("audio", self._codec.name, self.time_base, sample_rate=self.info.sample_rate,
+        return HashStream("audio", self._codec.canonical_name, self.time_base, sample_rate=self.info.sample_rate,
                           layout=self.info.layout, extradata=bytes(enc.extradata) if enc.extradata else None)
+
+    def attach(self, sink: Sink) -> None:
+        super().attach(sink)
+        trim = sink.trim_filter(audio=True)
+        if trim is not None:  # output -ss/-t: ffmpeg's insert_trim, after the aformat
+            self._filters.append(trim)
+        self._start_shift = rescale(sink.start_time or 0, _US, self.time_base)
 
     def on_ready(self) -> None:
         self._run()
@@ -374,6 +419,10 @@ class AudioEncodePath(SidePath):
             if self._graph is None:  # end of stream and no frame ever came
                 self._sync(None)
                 continue
+            if self._trimmed:
+                if frame is not None:
+                    self.stats.drop("output -t/-to reached")
+                continue
             try:
                 self._graph.push(frame)
             except av.FFmpegError as exc:
@@ -405,10 +454,20 @@ class AudioEncodePath(SidePath):
         while True:
             try:
                 out = self._graph.pull()
-            except (av.BlockingIOError, av.EOFError):
+            except av.BlockingIOError:
+                break
+            except av.EOFError:
+                final = True  # atrim reached output -t: the stream ends here
+                self._trimmed = True
                 break
             except av.FFmpegError as exc:
                 raise from_av_error(exc) from exc
+            if self._start_shift and out.pts is not None:
+                out.pts -= self._start_shift  # the output's start time, as ffmpeg subtracts it
+            rec = self.sink.recording_time if self.sink is not None else None
+            if rec is not None and out.pts is not None and out.pts * self.time_base >= Fraction(rec, 1_000_000):
+                self.stats.drop("output -t/-to reached")  # check_recording_time at the encoder
+                continue
             self._sync(out)
         if reset:
             self._graph = None

@@ -80,20 +80,32 @@ class Sink:
         sides: Sequence[SidePath] = (),
         video_index: int | None = 0,
         metadata: dict[str, str] | None = None,
+        start_time: int | None = None,
+        recording_time: int | None = None,
+        format_options: dict[str, str] | None = None,
     ) -> None:
         import av
 
         self.target = target
         self.metadata = dict(metadata or {})
+        #: Output -ss and -t (-to minus -ss), in microseconds, as ffmpeg's OptionsContext keeps them.
+        self.start_time = start_time
+        self.recording_time = recording_time
         self._hash: HashMuxer | None = None
         self._container: Any = None
         self.set_streams((), 0)  # replaced below; set so that abort() works at any point
         self.name = "pipe:" if target == "-" else target if isinstance(target, str) else "<file>"
         self.pix_fmt = pix_fmt
         self.rate = rate
-        self.bitexact = bitexact
+        self.format_options = dict(format_options or {})
+        #: ffmpeg's two flags: -fflags +bitexact (the muxer's) and -flags +bitexact (the encoders');
+        #: -bitexact (``bitexact``) sets both.
+        fmt_bitexact = bitexact or "bitexact" in self.format_options.get("fflags", "").replace("-", "+").split("+")
+        self.bitexact = bitexact or "bitexact" in str(codec_options and codec_options.get("flags", "")).split("+")
         self.codec_options = dict(codec_options or {})
         self.frames_received = 0
+        #: Frames the encoder did not take because they lie past the output's -t (check_recording_time).
+        self.frames_past_time = 0
         #: Frames handed to the encoder, duplicates included (what -frames:v counts).
         self.packets_encoded = 0
         #: -frames:v: stop handing frames to the encoder after this many.
@@ -117,11 +129,13 @@ class Sink:
                 except OSError as exc:
                     raise from_av_error(exc, file=self.name) from exc
             lavf = "Lavf" + ".".join(map(str, av.library_versions["libavformat"]))
-            self._hash = HashMuxer(format, file, software=None if bitexact else lavf)
+            self._hash = HashMuxer(format, file, software=None if fmt_bitexact else lavf)
             muxer_name, flags, default_codec = format, AVFMT_VARIABLE_FPS, "rawvideo"
         else:
             try:
-                options = {"fflags": "+bitexact"} if bitexact else {}
+                options = dict(self.format_options)
+                if bitexact:
+                    options["fflags"] = options.get("fflags", "") + "+bitexact"
                 self._container = av.open(file, "w", format=format, options=options)
             except (av.FFmpegError, OSError) as exc:
                 raise from_av_error(exc, file=self.name) from exc
@@ -208,6 +222,15 @@ class Sink:
         if not os.path.isdir(parent):
             raise NotFoundError("No such file or directory", file=path)
 
+    def trim_filter(self, audio: bool = False) -> tuple[str, str] | None:
+        """The trim/atrim ffmpeg appends to an encoded stream's graph for output -ss/-t (insert_trim)."""
+        args = []
+        if self.recording_time is not None:
+            args.append(f"durationi={self.recording_time}us")
+        if self.start_time is not None:
+            args.append(f"starti={self.start_time}us")
+        return ("atrim" if audio else "trim", ":".join(args)) if args else None
+
     def accepted_pix_fmts(self) -> list[str] | None:
         """Pixel formats the encoder takes (the ffmpeg CLI appends format= with these); None: any."""
         if self.pix_fmt:
@@ -239,7 +262,7 @@ class Sink:
             err.message = (f"could not open encoder '{self.codec_name}' for {frame.width}x{frame.height} "
                            f"{frame.format}: {err.message}")
             raise err from exc
-        self._sync = VideoSync(self.fps_mode, tb)
+        self._sync = VideoSync(self.fps_mode, tb, self.start_time or 0)
 
     def _video_encoder(self, frame: Frame, rate: Fraction, tb: Fraction) -> Any:
         import av
@@ -325,6 +348,9 @@ class Sink:
             for src, out_pts, duration in items:
                 if self.max_packets is not None and self.packets_encoded >= self.max_packets:
                     break
+                if self._past_recording_time(out_pts):
+                    self.frames_past_time += 1
+                    continue
                 av_frame = src.to_av()
                 av_frame.pts = out_pts
                 av_frame.time_base = self._sync.tb if self._sync else None
@@ -357,6 +383,12 @@ class Sink:
             time = ts * tb if ts is not None else None
             end = (ts + (packet.duration or 0)) * tb if ts is not None else None
             self._interleaver.push(self.video_index, packet, time, end)
+
+    def _past_recording_time(self, out_pts: int | None) -> bool:
+        """ffmpeg's check_recording_time at the encoder: the output's -t ends the stream there."""
+        if self.recording_time is None or out_pts is None or self._sync is None:
+            return False
+        return out_pts * self._sync.tb >= Fraction(self.recording_time, 1_000_000)
 
     def push_side(self, side: SidePath, packet: Any, tb: Fraction) -> None:
         """A packet of a side stream (``tb``: its time base), into the interleaver."""
@@ -428,7 +460,8 @@ class Sink:
 
     @property
     def frames_dropped(self) -> int:
-        return self._sync.dropped if self._sync else 0
+        """Frames never encoded: dropped by the video sync, or past the output's -t."""
+        return (self._sync.dropped if self._sync else 0) + self.frames_past_time
 
     @property
     def frames_duplicated(self) -> int:

@@ -34,12 +34,13 @@ def _rescale_near(value: int, src: Fraction, dst: Fraction) -> int:
     return q if num >= 0 else -q
 
 
-def _float_pts(pts: int, src: Fraction, dst: Fraction) -> float:
-    """adjust_frame_pts_to_encoder_tb: pts in the encoder time base with extra precision."""
+def _float_pts(pts: int, src: Fraction, dst: Fraction, start_us: int = 0) -> float:
+    """adjust_frame_pts_to_encoder_tb: pts in the encoder time base with extra precision, minus
+    the output's start time (``-ss`` as an output option)."""
     den_bits = dst.denominator.bit_length() - 1
     extra = min(max(29 - den_bits, 0), 16)
     fine = Fraction(dst.numerator, dst.denominator << extra)
-    value = _rescale_near(pts, src, fine) / (1 << extra)
+    value = (_rescale_near(pts, src, fine) - _rescale_near(start_us, Fraction(1, 1_000_000), fine)) / (1 << extra)
     if value != _llrint(value):
         value += math.copysign(1.0 / (1 << 17), value)
     return value
@@ -48,7 +49,8 @@ def _float_pts(pts: int, src: Fraction, dst: Fraction) -> float:
 class VideoSync(Generic[T]):
     """Feeds frames in; yields (frame, pts, duration) to encode, in the encoder time base."""
 
-    def __init__(self, mode: str, tb_out: Fraction) -> None:
+    def __init__(self, mode: str, tb_out: Fraction, start_us: int = 0) -> None:
+        self.start_us = start_us
         if mode not in ("cfr", "vscfr", "vfr", "passthrough"):
             raise ValueError(mode)
         self.mode = mode
@@ -67,7 +69,7 @@ class VideoSync(Generic[T]):
         if pts is None or time_base is None:
             sync_ipts = float(self.next_pts)
         else:
-            sync_ipts = _float_pts(pts, time_base, self.tb)
+            sync_ipts = _float_pts(pts, time_base, self.tb, self.start_us)
         delta0 = sync_ipts - self.next_pts
         delta = delta0 + dur
         nb_prev = 0
