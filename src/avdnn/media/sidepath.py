@@ -186,9 +186,8 @@ class CopyPath(SidePath):
             if not packet.is_keyframe:
                 self.stats.drop("before the first keyframe (ffmpeg copies from a keyframe)")
                 return
-            copy_start = max(0, start or 0)
-            if (dts_us if packet.pts is None else packet.pts * tb * 1_000_000) < copy_start or (
-                    start is not None and dts_us is not None and dts_us < start):
+            # (-copypriorss stays at its default, -1: no check against ts_copy_start)
+            if start is not None and dts_us is not None and dts_us < start:
                 self.stats.drop("before output -ss")
                 return
             self._started = True

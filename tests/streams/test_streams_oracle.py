@@ -1,0 +1,162 @@
+"""Every stream, ffmpeg's way: the same arguments to ffmpeg 9.0.2 and to avdnn print the same
+``-fflags +bitexact -f framemd5 -`` (every stream, in ffmpeg's interleaved order) and exit alike.
+
+Inputs: bigbuckbunny (h264 + AAC 5.1) and a Matroska file the oracle writes here with mpeg4
+video, two audio tracks (vorbis 44.1 kHz "eng", flac 22.05 kHz "fre") and a SubRip track.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from spine_util import run_cli, run_ffmpeg
+
+FMD5 = ["-fflags", "+bitexact", "-f", "framemd5", "-"]
+
+BBB_CASES = {
+    "default": [],
+    "audio_copy": ["-c:a", "copy"],
+    "an": ["-an"],
+    "map_a_then_v": ["-map", "0:a", "-map", "0:v"],
+    "map_v": ["-map", "0:v"],
+    "map_a_only": ["-map", "0:a"],
+    "vn_audio_copy": ["-vn", "-c:a", "copy"],
+    "copy_all": ["-c", "copy"],
+    "out_ss_to": ["-ss", "1", "-to", "3"],
+    "out_ss_to_copy": ["-ss", "1", "-to", "3", "-c:a", "copy"],
+    "out_t": ["-t", "1"],
+    "out_ss_t_offgrid": ["-ss", "0.5", "-t", "1", "-c:a", "copy"],
+    "frames_v_audio_copy": ["-frames:v", "10", "-c:a", "copy"],
+    "frames_v_audio_pcm": ["-frames:v", "10"],
+    "frames_v_out_ss": ["-frames:v", "30", "-c:a", "copy", "-ss", "0.2"],
+    "chain_and_copy": ["-vf", "scale=64:-2", "-c:a", "copy"],
+    "copy_others_of_a_chain": ["-vf", "scale=64:-2", "-c:a", "copy", "-t", "1"],
+    "opus_downmix": ["-t", "1", "-vn", "-c:a", "libopus", "-ac", "2", "-ar", "24000"],
+    "af": ["-t", "1", "-vn", "-af", "volume=0.5", "-ac", "2"],
+}
+
+MKV_CASES = {
+    "default": [],
+    "map_all_copy_sub": ["-map", "0", "-c:a", "copy", "-c:s", "copy"],
+    "second_audio": ["-map", "0:a:1"],
+    "second_audio_resampled": ["-map", "0:a:1", "-ar", "8000", "-ac", "2"],
+    "negative_map": ["-map", "0", "-map", "-0:s"],
+    "optional_map": ["-map", "0:v", "-map", "0:a:7?"],
+    "copy_all": ["-c", "copy"],
+    "subtitle_copy": ["-c:s", "copy"],
+    "trimmed_copy": ["-ss", "0.25", "-t", "0.5", "-map", "0", "-c", "copy"],
+    "stream_specific_codecs": ["-map", "0:a", "-c:a:0", "copy", "-c:a:1", "pcm_s16le"],
+}
+
+
+@pytest.fixture(scope="session")
+def multi_mkv(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """mpeg4 video, vorbis + flac audio with language tags, a SubRip track (made by the oracle)."""
+    d = tmp_path_factory.mktemp("streams")
+    srt = d / "s.srt"
+    srt.write_text("1\n00:00:00,000 --> 00:00:00,500\nHello\n\n2\n00:00:00,600 --> 00:00:01,000\nWorld\n")
+    out = d / "multi.mkv"
+    res = run_ffmpeg(ffmpeg, [
+        "-f", "lavfi", "-i", "testsrc=s=64x48:r=10:d=1", "-f", "lavfi", "-i", "sine=f=440:r=44100:d=1",
+        "-f", "lavfi", "-i", "sine=f=880:r=22050:d=1", "-i", str(srt),
+        "-map", "0", "-map", "1", "-map", "2", "-map", "3", "-c:v", "mpeg4", "-c:a:0", "libvorbis",
+        "-c:a:1", "flac", "-c:s", "srt", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fre",
+        str(out)])
+    assert res.rc == 0, res.err
+    return str(out)
+
+
+def _same(ffmpeg: str, args: list[str]) -> None:
+    want = run_ffmpeg(ffmpeg, [*args, *FMD5], timeout=120)
+    got = run_cli(["-hide_banner", "-loglevel", "error", *args, *FMD5])
+    assert got.rc == want.rc, (got.err, want.err)
+    assert want.out.count(b"\n") > 10, want.out[:300]
+    assert got.out.decode() == want.out.decode()
+
+
+@pytest.mark.parametrize("case", sorted(BBB_CASES))
+def test_bigbuckbunny_streams_as_ffmpeg(case: str, ffmpeg: str, clip: dict[str, str]) -> None:
+    _same(ffmpeg, ["-i", clip["bigbuckbunny"], *BBB_CASES[case]])
+
+
+@pytest.mark.parametrize("case", sorted(MKV_CASES))
+def test_matroska_streams_as_ffmpeg(case: str, ffmpeg: str, multi_mkv: str) -> None:
+    _same(ffmpeg, ["-i", multi_mkv, *MKV_CASES[case]])
+
+
+def test_audio_streams_are_really_there(clip: dict[str, str]) -> None:
+    """Not only equal to the oracle: the default output of a clip with sound carries the sound."""
+    res = run_cli(["-hide_banner", "-loglevel", "error", "-i", clip["bigbuckbunny"], "-t", "0.5", *FMD5])
+    assert res.rc == 0, res.err
+    text = res.out.decode()
+    assert "#media_type 1: audio" in text and "#channel_layout_name 1: 5.1" in text
+    assert sum(1 for line in text.splitlines() if line.startswith("1,")) >= 20
+
+
+@pytest.mark.parametrize(("args", "status", "words"), [
+    (["-map", "0:a:5"], 234, "matches no streams"),
+    (["-map", "1:v"], 234, "Invalid input file index"),
+    (["-vf", "scale=32:-2", "-c:v", "copy"], 234, "Filtering and streamcopy cannot be used together"),
+    (["-bogus_opt", "3"], 8, "Unrecognized option 'bogus_opt'"),
+])
+def test_refused_like_ffmpeg(args: list[str], status: int, words: str, ffmpeg: str, clip: dict[str, str]) -> None:
+    full = ["-i", clip["carphone"], *args, "-f", "null", "-"]
+    assert run_ffmpeg(ffmpeg, full).rc == status
+    res = run_cli(["-hide_banner", *full])
+    assert res.rc == status, res.err
+    assert words in res.err
+
+
+def test_unknown_input_option_is_refused(ffmpeg: str) -> None:
+    """Before -i too: a typo is never passed to the demuxer silently."""
+    args = ["-bogus_opt", "3", "-f", "lavfi", "-i", "testsrc=d=0.1", "-f", "null", "-"]
+    assert run_ffmpeg(ffmpeg, args).rc == 8
+    res = run_cli(args)
+    assert res.rc == 8 and "Unrecognized option 'bogus_opt'" in res.err
+
+
+def test_an_option_after_the_output_is_an_error(clip: dict[str, str]) -> None:
+    res = run_cli(["-i", clip["carphone"], "-f", "null", "-", "-c:a", "copy"])
+    assert res.rc != 0 and "Trailing option" in res.err
+
+
+def test_bitexact_before_the_input_takes_no_value() -> None:
+    """``-bitexact`` is a flag: it must not swallow the next argument (it once ate ``-f``)."""
+    res = run_cli(["-bitexact", "-f", "lavfi", "-i", "testsrc=s=32x32:d=0.2", "-f", "md5", "-"])
+    assert res.rc == 0, res.err
+    assert res.out.startswith(b"MD5=")
+
+
+def _packets(ffmpeg: str, path: Path, stream: str) -> str:
+    res = run_ffmpeg(ffmpeg, ["-i", str(path), "-map", stream, "-c", "copy", "-f", "framemd5", "-"])
+    assert res.rc == 0, res.err
+    return "\n".join(line for line in res.out.decode().splitlines() if not line.startswith("#software"))
+
+
+@pytest.mark.parametrize("container", ["mp4", "mkv", "webm"])
+def test_file_outputs_carry_ffmpegs_packets(container: str, ffmpeg: str, clip: dict[str, str],
+                                            tmp_path: Path) -> None:
+    """libx264/vp9 video with copied or opus audio: the packets in the file are ffmpeg's."""
+    codecs = {"mp4": ["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "copy"],
+              "mkv": ["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "libopus"],
+              "webm": ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-c:a", "libopus"]}[container]
+    args = ["-i", clip["bigbuckbunny"], "-t", "1", "-vf", "scale=160:90", *codecs, "-threads", "1"]
+    ours, theirs = tmp_path / f"a.{container}", tmp_path / f"f.{container}"
+    assert run_ffmpeg(ffmpeg, [*args, str(theirs)]).rc == 0
+    res = run_cli(["-hide_banner", "-loglevel", "error", *args, str(ours)])
+    assert res.rc == 0, res.err
+    assert _packets(ffmpeg, ours, "0:a") == _packets(ffmpeg, theirs, "0:a")
+    if container == "mp4":  # libx264 single-threaded is deterministic across the two builds
+        assert _packets(ffmpeg, ours, "0:v") == _packets(ffmpeg, theirs, "0:v")
+
+
+def test_stream_metadata_is_kept(ffmpeg: str, multi_mkv: str, tmp_path: Path) -> None:
+    out = tmp_path / "o.mkv"
+    res = run_cli(["-hide_banner", "-loglevel", "error", "-i", multi_mkv, "-map", "0:a", "-c", "copy", str(out)])
+    assert res.rc == 0, res.err
+    probe = subprocess.run([ffmpeg, "-hide_banner", "-i", str(out)], capture_output=True, text=True, check=False)
+    assert "Stream #0:0(eng): Audio: vorbis" in probe.stderr
+    assert "Stream #0:1(fre): Audio: flac" in probe.stderr
