@@ -107,7 +107,7 @@ def test_stats_balance() -> None:
     assert len(list(stream)) == 10
     stats = stream.stats
     assert stats.frames_read == stats.frames_written == 10
-    assert stats.frames_failed == {} and stats.frames_dropped == {}
+    assert stats.frames_failed == 0 and stats.failures == {} and stats.frames_dropped == {}
     assert stats.check()
     assert json.dumps(stats.as_dict())
 

@@ -42,6 +42,7 @@ class FrameStream:
     def __next__(self) -> Frame:
         frame = next(self._it)
         self._pipeline.stats.frames_written += 1  # handed to the caller counts as written
+        self._pipeline.stats.output_in += 1
         return frame
 
     def close(self) -> None:
@@ -137,6 +138,7 @@ def run(
         rec_us = stop_us - (start_us or 0)
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
+    rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
     source = open_source(input, input_format=input_format, input_options=input_options)
     try:
         if output is None:
@@ -150,7 +152,7 @@ def run(
                                audio_rate=audio_rate, audio_channels=audio_channels, audio_filters=audio_filters)
         video_codec = opts.lookup(opts.codecs, "video", 0)
         sink = Sink(output, format=format, codec=None if video_codec == "copy" else video_codec, pix_fmt=pix_fmt,
-                    rate=Fraction(rate) if rate is not None else None, overwrite=overwrite,
+                    rate=rate, overwrite=overwrite,
                     bitexact=bitexact, codec_options=codec_options, fps_mode=fps_mode, metadata=metadata,
                     start_time=start_us, recording_time=rec_us, format_options=format_options)
     except BaseException:
@@ -169,6 +171,30 @@ def run(
         sink.abort()
         raise
     return pipeline.run(progress)
+
+
+def _check_output_options(*, rate: Fraction | float | str | None, fps_mode: str, pix_fmt: str | None,
+                          frames: int | None) -> Fraction | None:
+    """The output options as values, checked before anything is opened (avdnn's errors, not Python's)."""
+    out: Fraction | None = None
+    if rate is not None:
+        try:
+            out = Fraction(rate)
+        except (ValueError, ZeroDivisionError, TypeError):
+            raise InvalidArgumentError(f"Invalid framerate value: {rate}", option="r") from None
+        if out <= 0:
+            raise InvalidArgumentError(f"Invalid framerate value: {rate}", option="r")
+    if fps_mode not in ("auto", "passthrough", "cfr", "vfr"):
+        raise InvalidArgumentError(f"Invalid value {fps_mode} for fps_mode: auto, passthrough, cfr or vfr",
+                                   option="fps_mode")
+    if pix_fmt is not None:
+        from .media.pixfmt import is_known
+
+        if not is_known(pix_fmt):
+            raise InvalidArgumentError(f"Unknown pixel format requested: {pix_fmt}.", option="pix_fmt")
+    if frames is not None and (not isinstance(frames, int) or frames < 0):
+        raise InvalidArgumentError(f"Invalid frame count '{frames}'", option="frames:v")
+    return out
 
 
 def _duration(value: int | float | str | None, option: str) -> int | None:

@@ -14,12 +14,13 @@ from __future__ import annotations
 import logging
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TextIO
 
-from .errors import AVERROR_OPTION_NOT_FOUND, AvdnnError, InvalidArgumentError, NotSupportedError, OptionNotFoundError
+from .errors import AVERROR_BUG, AVERROR_OPTION_NOT_FOUND, AvdnnError, InvalidArgumentError, NotSupportedError, OptionNotFoundError
 from .api import StreamOptions
 
 log = logging.getLogger("avdnn")
@@ -316,9 +317,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not _quiet(argv):
             err.write(f"avdnn: {exc.oneline()}\n")
         return exit_status(exc.code)
-    except KeyboardInterrupt:
-        err.write("avdnn: interrupted\n")
+    except KeyboardInterrupt as exc:
+        # ffmpeg on SIGINT: the output is finished cleanly, the stats printed, exit 255
+        stats = getattr(exc, "stats", None)
+        if stats is not None and not _quiet(argv):
+            err.write("\n" + stats.summary() + "\n")
+        err.write("Exiting normally, received signal 2.\n")
         return 255
+    except Exception as exc:  # a bug: its traceback, and one line that says so
+        traceback.print_exc(file=err)
+        stats = getattr(exc, "stats", None)
+        if stats is not None:
+            err.write(stats.summary() + "\n")
+        err.write(f"avdnn: internal error: {type(exc).__name__}: {exc} (this is a bug; the output was "
+                  "finished with the frames before it; please report it with the traceback above)\n")
+        return exit_status(AVERROR_BUG)
 
 
 def _quiet(argv: list[str]) -> bool:

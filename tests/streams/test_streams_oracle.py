@@ -160,3 +160,21 @@ def test_stream_metadata_is_kept(ffmpeg: str, multi_mkv: str, tmp_path: Path) ->
     probe = subprocess.run([ffmpeg, "-hide_banner", "-i", str(out)], capture_output=True, text=True, check=False)
     assert "Stream #0:0(eng): Audio: vorbis" in probe.stderr
     assert "Stream #0:1(fre): Audio: flac" in probe.stderr
+
+
+def test_dnn_identity_chain_with_audio_copy_is_ffmpegs_bytes(ffmpeg: str, clip: dict[str, str],
+                                                            tmp_path: Path) -> None:
+    """A DNN stage in the chain changes nothing around it: audio copied, video as ffmpeg's without the model."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "dnn"))
+    from onnx_models import identity
+
+    model = identity(tmp_path)
+    head = ["-i", clip["bigbuckbunny"], "-t", "1", "-c:a", "copy"]
+    want = run_ffmpeg(ffmpeg, [*head, "-vf", "scale=160:90,format=rgb24,format=yuv420p", *FMD5])
+    chain = f"scale=160:90,format=rgb24,dnn_processing=dnn_backend=onnx:model={model},format=yuv420p"
+    got = run_cli(["-hide_banner", "-loglevel", "error", *head, "-vf", chain, *FMD5])
+    assert want.rc == 0 and got.rc == 0, got.err
+    assert got.out.decode() == want.out.decode()
+    assert "#codec_id 1: aac" in got.out.decode()

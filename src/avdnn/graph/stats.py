@@ -1,9 +1,21 @@
-"""Frame accounting: where every frame that came in went.
+"""Frame accounting: where every frame that came in went, and a check that can fail.
 
-At the end of a run avdnn knows how many frames were read, written and failed (with
-causes), and which stage dropped, added or still held the rest. The books always balance:
-``read + added == written + failed + dropped + unfinished``, and :meth:`RunStats.check`
-proves it, so a frame can never vanish without a line saying where.
+Every stage of the chain counts the frames it took and gave; what it drops or adds must be
+*declared*, never inferred from the difference:
+
+* a libavfilter segment declares drops/additions only when it holds a filter that changes the
+  frame count by design (``fps``, ``select``, ``trim``, ``tpad``...; :data:`COUNT_CHANGING`);
+* avdnn filters count their failures by cause (and declare any drops in ``dropped``);
+* the output declares its video-sync drops and duplicates, frames past ``-t``, and frames past
+  ``-frames:v``.
+
+Conservation, per stage: ``in + added == out + failed + dropped + in_flight``, where a frame is
+"in flight" only when the run stopped before the end of its input (an error, ``-frames:v``, a
+closed iterator): then a stage may still hold frames. A run that reached its end holds nothing.
+Anything else is a violation naming the stage (:meth:`RunStats.violations`): ``check()`` is
+False in tests, and a run logs it as a warning. Streams around the chain (audio, subtitles,
+copied video) are counted per stream (:class:`~avdnn.media.sidepath.StreamStats`); a copied
+stream must balance packet for packet.
 """
 
 from __future__ import annotations
@@ -13,20 +25,49 @@ from dataclasses import dataclass, field
 from ..errors import AvdnnError
 from ..media.sidepath import StreamStats
 
+#: libavfilter filters that drop, add or regroup frames by design.
+COUNT_CHANGING = frozenset({
+    "fps", "framerate", "select", "framestep", "trim", "decimate", "mpdecimate", "minterpolate", "tpad",
+    "loop", "telecine", "detelecine", "yadif", "bwdif", "w3fdif", "estdif", "tinterlace", "interlace",
+    "reverse", "shuffleframes", "random", "fieldmatch", "separatefields", "weave", "doubleweave",
+    "thumbnail", "fieldhint", "dejudder", "tile", "untile", "framepack", "kerndeint", "nnedi", "field",
+})
+
 
 @dataclass
 class StageStats:
-    """Frames in and out of one stage of the chain."""
+    """Frames in and out of one stage of the chain, with the stage's own declarations."""
 
     label: str
     frames_in: int = 0
     frames_out: int = 0
     failed: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)
+    added: dict[str, int] = field(default_factory=dict)
+    in_flight: int = 0
 
     @property
-    def residual(self) -> int:
-        """Frames that went in and neither came out nor failed (negative: frames added)."""
-        return self.frames_in - self.frames_out - sum(self.failed.values())
+    def imbalance(self) -> int:
+        """Frames lost (positive) or invented (negative) that no count explains; 0 when balanced."""
+        return (self.frames_in + sum(self.added.values()) - self.frames_out - sum(self.failed.values())
+                - sum(self.dropped.values()) - self.in_flight)
+
+    def settle(self, *, changes_count: bool, ended_early: bool) -> None:
+        """At the end of a run: what the stage's difference is allowed to be, and nothing else.
+
+        ``changes_count``: the stage drops/adds frames by design (its difference is declared as
+        such); ``ended_early``: the run stopped before EOF, so frames it still holds are in flight.
+        """
+        rest = self.imbalance
+        if rest == 0:
+            return
+        if changes_count:
+            if rest > 0:
+                self.dropped[self.label] = self.dropped.get(self.label, 0) + rest
+            else:
+                self.added[self.label] = self.added.get(self.label, 0) - rest
+        elif ended_early and rest > 0:
+            self.in_flight += rest
 
 
 @dataclass
@@ -36,21 +77,26 @@ class RunStats:
     frames_read: int = 0
     frames_written: int = 0
     stages: list[StageStats] = field(default_factory=list)
+    #: The output's declarations: video-sync drops and duplicates, frames past -t.
     sink_dropped: int = 0
     sink_duplicated: int = 0
-    #: Frames that reached the sink but were not written because -frames:v was reached.
+    sink_past_time: int = 0
+    #: Frames that reached the output but were not written because -frames:v was reached.
     over_limit: int = 0
     #: Frames decoded ahead on the decoder thread that never entered the chain (early stop, error).
     read_ahead: int = 0
     #: Frames the output could not take (encoder or muxer failure), by cause.
     output_failed: dict[str, int] = field(default_factory=dict)
+    #: Frames that reached the output (the chain's last stage gave them).
+    output_in: int = 0
     stopped_early: bool = False
     error: AvdnnError | None = None
     #: The streams that went around the chain (audio, subtitles, copied video), one entry each.
     streams: list[StreamStats] = field(default_factory=list)
 
     @property
-    def frames_failed(self) -> dict[str, int]:
+    def failures(self) -> dict[str, int]:
+        """Failed frames by ``"stage: cause"``."""
         out: dict[str, int] = {}
         for stage in self.stages:
             for cause, n in stage.failed.items():
@@ -61,68 +107,111 @@ class RunStats:
         return out
 
     @property
+    def frames_failed(self) -> int:
+        """How many frames failed (``failures`` says where and why)."""
+        return sum(self.failures.values())
+
+    @property
     def ended_abnormally(self) -> bool:
         return self.error is not None or self.stopped_early
 
-    def _residuals(self) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
-        dropped: dict[str, int] = {}
-        added: dict[str, int] = {}
-        unfinished: dict[str, int] = {}
-        for stage in self.stages:
-            r = stage.residual
-            if r > 0:
-                (unfinished if self.ended_abnormally else dropped)[stage.label] = r
-            elif r < 0:
-                added[stage.label] = -r
-        if self.sink_dropped:
-            dropped["output fps_mode"] = self.sink_dropped
-        if self.read_ahead:
-            unfinished["input (decoded ahead)"] = self.read_ahead
-        if self.over_limit:
-            unfinished["output (-frames:v reached)"] = self.over_limit
-        return dropped, added, unfinished
-
     @property
     def frames_dropped(self) -> dict[str, int]:
-        return self._residuals()[0]
+        """Frames dropped by design, by who dropped them."""
+        out: dict[str, int] = {}
+        for stage in self.stages:
+            for who, n in stage.dropped.items():
+                out[who] = out.get(who, 0) + n
+        if self.sink_dropped:
+            out["output fps_mode"] = self.sink_dropped
+        if self.sink_past_time:
+            out["output -t/-to"] = self.sink_past_time
+        return out
 
     @property
     def frames_added(self) -> dict[str, int]:
-        return self._residuals()[1]
+        out: dict[str, int] = {}
+        for stage in self.stages:
+            for who, n in stage.added.items():
+                out[who] = out.get(who, 0) + n
+        return out
 
     @property
     def frames_unfinished(self) -> dict[str, int]:
-        return self._residuals()[2]
+        """Frames in flight when the run stopped before the end, by where they were."""
+        out = {stage.label: stage.in_flight for stage in self.stages if stage.in_flight}
+        if self.read_ahead:
+            out["input (decoded ahead)"] = self.read_ahead
+        if self.over_limit:
+            out["output (-frames:v reached)"] = self.over_limit
+        return out
+
+    def violations(self) -> list[str]:
+        """Every place where frames appeared or vanished without a count saying why."""
+        bad = []
+        for stage in self.stages:
+            if stage.imbalance:
+                what = "lost" if stage.imbalance > 0 else "invented"
+                bad.append(f"stage '{stage.label}' {what} {abs(stage.imbalance)} frame(s): in {stage.frames_in}, "
+                           f"out {stage.frames_out}, failed {sum(stage.failed.values())}, "
+                           f"dropped {sum(stage.dropped.values())}, added {sum(stage.added.values())}, "
+                           f"in flight {stage.in_flight}")
+        if self.stages:
+            entering = self.frames_read - self.read_ahead
+            if self.stages[0].frames_in != entering:
+                bad.append(f"the chain took {self.stages[0].frames_in} frame(s) but {entering} left the input")
+            for a, b in zip(self.stages, self.stages[1:], strict=False):
+                if a.frames_out != b.frames_in:
+                    bad.append(f"'{a.label}' gave {a.frames_out} frame(s) but '{b.label}' took {b.frames_in}")
+        if self.output_in or self.over_limit:
+            given = self.stages[-1].frames_out if self.stages else self.frames_read - self.read_ahead
+            taken = self.frames_written + self.sink_dropped + self.sink_past_time + sum(self.output_failed.values())
+            if given != self.output_in + self.over_limit:
+                bad.append(f"the chain gave {given} frame(s) but the output took {self.output_in} and "
+                           f"{self.over_limit} came past -frames:v")
+            if taken != self.output_in:
+                bad.append(f"the output took {self.output_in} frame(s) and accounts for {taken}")
+        for st in self.streams:
+            if st.codec == "copy":
+                accounted = st.packets_written + sum(st.dropped.values()) + sum(st.failed.values())
+                if accounted != st.packets_read:
+                    bad.append(f"stream {st.label} read {st.packets_read} packet(s) but accounts for {accounted}")
+        return bad
 
     def check(self) -> bool:
-        """True when read + added == written + failed + dropped + unfinished."""
-        dropped, added, unfinished = self._residuals()
-        lhs = self.frames_read + sum(added.values())
-        rhs = (self.frames_written + sum(self.frames_failed.values()) + sum(dropped.values())
-               + sum(unfinished.values()))
-        return lhs == rhs
+        """True when every stage, the output and every copied stream balance (see violations())."""
+        return not self.violations()
 
     def summary(self) -> str:
         """Human-readable accounting, one fact per line."""
-        dropped, added, unfinished = self._residuals()
-        failed = self.frames_failed
+        failed = self.failures
         lines = [f"frames: read {self.frames_read}, written {self.frames_written}, "
                  f"failed {sum(failed.values())}"]
         lines += [f"  failed in {k}: {v}" for k, v in failed.items()]
-        lines += [f"  dropped by {k}: {v}" for k, v in dropped.items()]
-        lines += [f"  added by {k}: {v}" for k, v in added.items()]
-        lines += [f"  unfinished in {k}: {v}" for k, v in unfinished.items()]
+        lines += [f"  dropped by {k}: {v}" for k, v in self.frames_dropped.items()]
+        lines += [f"  added by {k}: {v}" for k, v in self.frames_added.items()]
+        lines += [f"  unfinished in {k}: {v}" for k, v in self.frames_unfinished.items()]
         if self.sink_duplicated:
             lines.append(f"  duplicated by output fps_mode: {self.sink_duplicated}")
+        for st in self.streams:
+            unit = "packets" if st.codec == "copy" else f"packets ({st.codec}: {st.frames_decoded} frames decoded)"
+            lines.append(f"stream {st.label}: {unit} read {st.packets_read}, written {st.packets_written}")
+            lines += [f"  dropped ({k}): {v}" for k, v in st.dropped.items()]
+            lines += [f"  failed ({k}): {v}" for k, v in st.failed.items()]
+        lines += [f"  accounting violation: {v}" for v in self.violations()]
         if self.error is not None:
             lines.append(f"  stopped by error: {self.error.oneline()}")
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, object]:
-        dropped, added, unfinished = self._residuals()
         return {
             "frames_read": self.frames_read, "frames_written": self.frames_written,
-            "frames_failed": self.frames_failed, "frames_dropped": dropped, "frames_added": added,
-            "frames_unfinished": unfinished, "frames_duplicated": self.sink_duplicated,
+            "frames_failed": self.frames_failed, "failures": self.failures,
+            "frames_dropped": self.frames_dropped, "frames_added": self.frames_added,
+            "frames_unfinished": self.frames_unfinished, "frames_duplicated": self.sink_duplicated,
+            "streams": [{"stream": s.label, "type": s.media_type, "codec": s.codec, "packets_read": s.packets_read,
+                         "packets_written": s.packets_written, "frames_decoded": s.frames_decoded,
+                         "dropped": dict(s.dropped), "failed": dict(s.failed)} for s in self.streams],
+            "violations": self.violations(),
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.oneline()},
         }

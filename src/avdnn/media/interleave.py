@@ -47,8 +47,10 @@ class Interleaver:
     header is written once every stream's encoder is open).
     """
 
-    def __init__(self, n: int, write: WriteFn, *, max_delta: Fraction = MAX_INTERLEAVE_DELTA) -> None:
+    def __init__(self, n: int, write: WriteFn, *, max_delta: Fraction = MAX_INTERLEAVE_DELTA,
+                 on_drop: Callable[[int], None] | None = None) -> None:
         self._write = write
+        self._on_drop = on_drop
         self._max_delta = max_delta
         self._lock = threading.RLock()
         self._buf: list[_Entry] = []
@@ -72,13 +74,14 @@ class Interleaver:
         """Queue one packet of stream ``index``: ``time`` its dts and ``end`` its end, in seconds."""
         with self._lock:
             if self._ended[index]:
-                self.dropped_at_cut[index] += 1
+                self._drop(index)
                 return
             if time is None:  # no dts: it leaves right after what is already queued
                 time = self._buf[-1].time if self._buf else Fraction(0)
             end = time if end is None else end
-            if self.cut is not None and index not in self._limited and end > self.cut:  # past a limited stream's end: this one ends too
-                self.dropped_at_cut[index] += 1
+            if self.cut is not None and index not in self._limited and end > self.cut:
+                # past where a limited stream ended: this stream ends too
+                self._drop(index)
                 self._ended[index] = True
                 self._release(False)
                 return
@@ -92,6 +95,11 @@ class Interleaver:
         with self._lock:
             self._ended[index] = True
             self._release(False)
+
+    def _drop(self, index: int) -> None:
+        self.dropped_at_cut[index] += 1
+        if self._on_drop is not None:
+            self._on_drop(index)
 
     def ended(self, index: int) -> bool:
         with self._lock:
@@ -117,7 +125,7 @@ class Interleaver:
             for entry in self._buf:
                 if entry.index not in self._limited and entry.end > self.cut:
                     self._queued[entry.index] -= 1
-                    self.dropped_at_cut[entry.index] += 1
+                    self._drop(entry.index)
                     self._ended[entry.index] = True
                 else:
                     keep.append(entry)

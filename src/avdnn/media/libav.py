@@ -28,7 +28,8 @@ from avdnn import errors
 
 __all__ = [
     "AudioChainInfo", "ChainInfo", "FilterInfo", "OptionInfo", "filter_description", "filter_info",
-    "filter_is_source", "filter_option_names", "filter_options", "av_option_owner", "option_consts", "probe_audio_chain", "probe_chain",
+    "filter_is_source", "filter_option_names", "filter_options", "av_option_owner", "option_consts",
+    "probe_audio_chain", "probe_chain", "encoder_channel_layouts", "encoder_color_ranges",
 ]
 
 _P = ctypes.c_void_p

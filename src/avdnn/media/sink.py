@@ -171,7 +171,7 @@ class Sink:
         remaining = iter(self.sides)
         for i in range(n):
             self._order.append(None if i == video_index else next(remaining))
-        self._interleaver = Interleaver(n, self._write_packet)
+        self._interleaver = Interleaver(n, self._write_packet, on_drop=self._dropped_at_cut)
         #: Held by every thread that encodes or muxes into this output.
         self.lock: threading.RLock = self._interleaver._lock
         self.ready = False
@@ -427,6 +427,11 @@ class Sink:
                 self.video_head = end
             for side in self.sides:
                 side.on_video()
+
+    def _dropped_at_cut(self, index: int) -> None:
+        side = self._order[index]
+        if side is not None:
+            side.stats.drop("output frame limit reached (ffmpeg's sync queue)")
 
     def _write_packet(self, index: int, packet: Any) -> None:
         """One packet, in interleaved order, to the muxer (called under the lock)."""

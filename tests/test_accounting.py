@@ -1,0 +1,194 @@
+"""Accounting that can fail, and errors that keep bugs visible (issue 12, items 1 and 2).
+
+A stage that loses or invents a frame without declaring why is caught (``check()`` is False and
+the run warns naming the stage); a bug in a filter keeps its type and traceback; Ctrl-C ends the
+run as ffmpeg does (output finished, accounting printed, exit 255); streams around the chain are
+counted per stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+import avdnn
+from avdnn.filters.base import Filter
+from avdnn.media.frame import Frame
+from spine_util import run_cli
+
+SRC = ["-f", "lavfi", "-i", "testsrc=s=64x48:d=1"]  # 25 frames
+
+
+class _Lossy(Filter):
+    """Swallows every third frame and says nothing: the kind of bug the books must catch."""
+
+    name = "avdnn_test_lossy"
+    description = "Loses frames silently."
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.n = 0
+
+    def filter(self, frame: Frame) -> Sequence[Frame]:
+        self.n += 1
+        return () if self.n % 3 == 0 else (frame,)
+
+
+class _Declared(_Lossy):
+    """The same drops, declared by design: balanced."""
+
+    name = "avdnn_test_declared"
+
+    def filter(self, frame: Frame) -> Sequence[Frame]:
+        out = super().filter(frame)
+        if not out:
+            self.dropped["every third frame"] = self.dropped.get("every third frame", 0) + 1
+        return out
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.dropped: dict[str, int] = {}
+
+
+class _Buggy(Filter):
+    name = "avdnn_test_buggy"
+    description = "Has an AttributeError on its fourth frame."
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.n = 0
+
+    def filter(self, frame: Frame) -> Sequence[Frame]:
+        self.n += 1
+        if self.n == 4:
+            return (frame.no_such_attribute,)  # type: ignore[attr-defined]
+        return (frame,)
+
+
+@pytest.fixture
+def filters(register) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    for cls in (_Lossy, _Declared, _Buggy):
+        register(cls)
+    yield
+
+
+def test_a_lossy_stage_is_caught(filters: None, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="avdnn"):
+        stats = avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_lossy", input_format="lavfi",
+                          output=str(tmp_path / "o.mkv"))
+    assert stats.frames_read == 25 and stats.frames_written == 17
+    assert not stats.check()
+    problems = stats.violations()
+    assert len(problems) == 1 and "avdnn_test_lossy" in problems[0] and "lost 8" in problems[0]
+    assert any("avdnn_test_lossy" in r.getMessage() and "lost 8" in r.getMessage() for r in caplog.records)
+
+
+def test_a_lossy_stage_is_caught_while_iterating(filters: None) -> None:
+    stream = avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_lossy,format=gray", input_format="lavfi")
+    assert len(list(stream)) == 17
+    assert not stream.stats.check()
+
+
+def test_declared_drops_balance(filters: None) -> None:
+    stream = avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_declared", input_format="lavfi")
+    assert len(list(stream)) == 17
+    assert stream.stats.check(), stream.stats.summary()
+    assert stream.stats.frames_dropped == {"every third frame": 8}
+
+
+def test_a_lavfi_segment_without_count_changing_filters_must_balance() -> None:
+    """fps declares its drops; scale cannot drop anything, so its books are strict."""
+    stream = avdnn.run("testsrc=s=32x32:d=1", "fps=5,scale=16:16", input_format="lavfi")
+    assert len(list(stream)) == 5
+    assert stream.stats.check() and stream.stats.frames_dropped == {"fps,scale": 20}
+    from avdnn.graph.stats import StageStats
+
+    strict = StageStats("scale", frames_in=10, frames_out=7)
+    strict.settle(changes_count=False, ended_early=False)
+    assert strict.imbalance == 3  # not balanced away as "dropped 3"
+
+
+def test_a_bug_in_a_filter_keeps_its_type(filters: None, tmp_path: Path) -> None:
+    out = tmp_path / "o.mkv"
+    with pytest.raises(AttributeError, match="no_such_attribute") as info:
+        avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_buggy", input_format="lavfi", output=str(out))
+    stats = info.value.stats  # type: ignore[attr-defined]
+    assert stats.frames_written == 3 and stats.failures == {"avdnn_test_buggy: bug: AttributeError": 1}
+    import av
+
+    with av.open(str(out)) as c:  # the output was still finished with the frames before it
+        assert sum(1 for _ in c.decode(video=0)) == 3
+
+
+def test_a_bug_prints_its_traceback(filters: None) -> None:
+    res = run_cli(["-hide_banner", *SRC, "-vf", "avdnn_test_buggy", "-f", "null", "-"])
+    assert res.rc == 190  # AVERROR_BUG's low byte
+    assert "Traceback (most recent call last)" in res.err and "AttributeError" in res.err
+    assert "this is a bug" in res.err
+
+
+def test_keyboard_interrupt_inside_a_filter_stays_an_interrupt(tmp_path: Path, register) -> None:  # type: ignore[no-untyped-def]
+    class _Stop(Filter):
+        name = "avdnn_test_ctrl_c"
+        description = "Ctrl-C on frame 3."
+        n = 0
+
+        def filter(self, frame: Frame) -> Sequence[Frame]:
+            type(self).n += 1
+            if type(self).n == 3:
+                raise KeyboardInterrupt
+            return (frame,)
+
+    register(_Stop)
+    with pytest.raises(KeyboardInterrupt) as info:
+        avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_ctrl_c", input_format="lavfi", output=str(tmp_path / "o.mkv"))
+    assert info.value.stats.frames_written == 2  # type: ignore[attr-defined]
+
+
+def test_ctrl_c_finishes_the_output_and_exits_255(tmp_path: Path) -> None:
+    out = tmp_path / "interrupted.mkv"
+    cmd = [sys.executable, "-m", "avdnn", "-hide_banner", "-f", "lavfi", "-i", "testsrc2=s=640x360:d=120",
+           "-vf", "gblur=sigma=8", "-c:v", "ffv1", str(out)]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while (not out.exists() or out.stat().st_size < 20_000) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 255, err
+    assert "Exiting normally, received signal 2." in err
+    assert "frames: read" in err and "Traceback" not in err
+    import av
+
+    with av.open(str(out)) as c:
+        assert sum(1 for _ in c.decode(video=0)) > 0
+
+
+def test_streams_are_counted_per_stream(clip: dict[str, str], tmp_path: Path) -> None:
+    stats = avdnn.run(clip["bigbuckbunny"], output=str(tmp_path / "o.mkv"), audio_codec="copy", frames=10,
+                      codec="ffv1")
+    assert stats.frames_written == 10 and stats.check(), stats.summary()
+    (audio,) = stats.streams
+    assert audio.media_type == "audio" and audio.codec == "copy"
+    assert audio.packets_written == 18  # up to where the video ended (ffmpeg writes the same 18)
+    assert audio.packets_read == audio.packets_written + sum(audio.dropped.values())
+    assert "stream 0:1 audio" in stats.summary()
+
+
+def test_option_errors_before_anything_is_opened(tmp_path: Path) -> None:
+    missing = str(tmp_path / "does-not-exist.mp4")  # opening it would be a NotFoundError
+    with pytest.raises(avdnn.InvalidArgumentError, match="framerate"):
+        avdnn.run(missing, output=str(tmp_path / "o.mkv"), rate="abc")
+    with pytest.raises(avdnn.InvalidArgumentError, match="fps_mode"):
+        avdnn.run(missing, output=str(tmp_path / "o.mkv"), fps_mode="bogus")
+    assert not (tmp_path / "o.mkv").exists()
+    assert os.listdir(tmp_path) == []
