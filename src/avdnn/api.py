@@ -93,7 +93,7 @@ def run(
     codec: str | None = None,
     pix_fmt: str | None = None,
     rate: Fraction | float | str | None = None,
-    overwrite: bool | None = True,
+    overwrite: bool | None = None,
     bitexact: bool = False,
     codec_options: dict[str, str] | None = None,
     fps_mode: str = "auto",

@@ -286,9 +286,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     err = sys.stderr
     if argv[:1] == ["models"]:  # a subcommand (ffmpeg has none; "models" cannot be an option)
+        if argv[1:2] in (["-h"], ["--help"], ["-help"]):
+            sys.stdout.write(MODELS_USAGE)
+            return 0
         from .zoo.listing import main as models
 
         return models(argv[1:])
+    if argv[:1] == ["--version"]:
+        argv = ["-version"]
     try:
         args = parse_args(argv)
         level = LOG_LEVELS[args.loglevel]
@@ -332,6 +337,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.write(f"avdnn: internal error: {type(exc).__name__}: {exc} (this is a bug; the output was "
                   "finished with the frames before it; please report it with the traceback above)\n")
         return exit_status(AVERROR_BUG)
+
+
+MODELS_USAGE = """usage: avdnn models [NAME...]
+
+Without names: the model zoo, one line per model (name, task, backend, installed or not, licence,
+size). With names: each model's details (package, file, inputs, labels, defaults).
+Use a zoo model in any DNN filter as model=zoo:NAME (options you give still win).
+"""
 
 
 def _quiet(argv: list[str]) -> bool:

@@ -11,6 +11,7 @@ from .filters.options import did_you_mean
 from .filters.registry import get_filter, is_avdnn_filter, list_filters
 
 USAGE = """usage: avdnn [options] [input options] -i INPUT [output options] OUTPUT
+       avdnn models [NAME...]        the model zoo (avdnn models --help)
 
 Global options:
   -y / -n                 overwrite / never overwrite the output
@@ -19,19 +20,28 @@ Global options:
   -stats / -nostats       show / hide the progress line (default: shown on a terminal)
   -h filter=NAME          options of a filter (avdnn's or libavfilter's)
   -filters                list the filters
+  -version, --version     versions of avdnn, PyAV and FFmpeg's libraries
 Input options (before -i):
   -f FMT                  input format, e.g. lavfi for a source graph (-f lavfi -i testsrc)
-  -KEY VALUE              any demuxer option (-framerate 25, -video_size 64x64, ...)
+  -KEY VALUE              any demuxer or decoder AVOption (-framerate 25, -video_size 64x64, ...)
 Output options (before the output path):
-  -vf / -filter:v CHAIN   the filter chain, FFmpeg syntax
-  -frames:v N             stop after N frames
-  -c:v CODEC              encoder (default: the muxer's)
+  -vf / -filter:v CHAIN   the video filter chain, FFmpeg syntax (avdnn's and libavfilter's filters)
+  -map SPEC               streams to keep: 0, 0:v, 0:a:1, 0:3, -0:s (remove), 0:a? (optional)
+  -vn / -an / -sn / -dn   no video / audio / subtitle / data streams
+  -c[:SPEC] CODEC         encoder per stream (-c:v, -c:a, -c:s, -c:a:1, -acodec...), or copy
+  -b:a RATE, -ar HZ, -ac N  audio bitrate, sample rate, channels
+  -af / -filter:a CHAIN   the audio filter chain (libavfilter)
+  -ss / -t / -to TIME     output start, duration, end (ffmpeg's duration syntax)
+  -frames:v N             stop after N video frames (the other streams end where the video ended)
   -pix_fmt FMT            output pixel format
   -r RATE                 output frame rate
-  -f FMT                  output format: mp4, matroska, md5, framemd5, rawvideo, null, image2...
+  -f FMT                  output format: mp4, matroska, webm, md5, framemd5, rawvideo, null, image2...
   -fps_mode MODE          auto, passthrough, cfr, vfr
-  -fflags +bitexact       no version strings in the output
+  -metadata KEY=VALUE     global metadata of the output
+  -bitexact               no version strings anywhere (-fflags +bitexact: the muxer's only)
+  -KEY VALUE              any encoder or muxer AVOption (-crf 20, -preset fast, -movflags +faststart)
   OUTPUT                  a path, or - for stdout
+An option no part of the run takes is an error, as in ffmpeg (Unrecognized option).
 """
 
 
