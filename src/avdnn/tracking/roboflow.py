@@ -11,7 +11,8 @@ library's own predict step on a copy of the tracker state taken after the last r
 (``copy.deepcopy``; a few small arrays per track), advanced to the skipped frame's time, and
 returns ``tracked_objects`` for the tracks that update matched. Updating the real tracker with
 an empty frame instead would delete every track still waiting for ``minimum_consecutive_frames``
-(trackers drops immature unmatched tracks), so an interval of 2 or more would never confirm one.
+(trackers drops immature unmatched tracks), so with an interval of 2 or more an object arriving
+while others are tracked would never get an id (tests/tracking checks this).
 """
 
 from __future__ import annotations
