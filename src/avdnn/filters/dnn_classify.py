@@ -134,11 +134,12 @@ class DnnClassifyFilter(DnnFilter):
         return self.submit(_Job(frame, [i for i, _ in chosen], tuple(tids[i] for i, _ in chosen), reused), items)
 
     def finish(self, payload: Any, results: tuple[Any, ...]) -> Frame:
-        frame, indices = payload.frame, payload.indices
-        for tid, result in zip(payload.tracks, results, strict=True):
+        job: _Job = payload
+        frame, indices = job.frame, job.indices
+        for tid, result in zip(job.tracks, results, strict=True):
             if tid >= 0:
                 self._labels[tid] = result
-        pairs = [*zip(indices, results, strict=True), *((i, self._labels.get(t)) for i, t in payload.reused)]
+        pairs = [*zip(indices, results, strict=True), *((i, self._labels.get(t)) for i, t in job.reused)]
         if not pairs:
             return frame
         det: Detections = frame.side_data.detections
