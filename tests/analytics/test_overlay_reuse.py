@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,9 @@ from avdnn.filters import overlay_bboxes
 from avdnn.filters.overlay_bboxes import run_lavfi
 from avdnn.media.detections import Detections
 from avdnn.media.frame import Frame
-from avdnn.media.pixfmt import lookup
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from overlay_reuse import whole_frame_blend  # the old whole-frame blend, the reference
 
 BOXES = [[[16, 16, 48, 48]], [[2, 3, 30, 40], [40, 10, 60, 60], [0, 0, 5, 5]], [[10, 10, 20, 20], [30, 30, 50, 40]],
          [[1, 1, 63, 63], [5, 5, 9, 9], [20, 20, 40, 44]], [[33, 7, 50, 20]]]
@@ -36,32 +40,18 @@ def test_drawbox_builds_one_graph_and_draws_ffmpegs_pixels(fmt: str, monkeypatch
         original(self, *args)
 
     monkeypatch.setattr(overlay_bboxes._NodeGraph, "__init__", counting)
+    inputs = boxed(fmt)
     outs = run_filter(make_filter("drawbox", box_source="side_data_detection_bboxes", color="red@0.7", t=2),
-                      boxed(fmt))
+                      inputs)
     assert built == [1, 3]  # grown once to the most boxes seen, then reused for every frame
     for out, ref in zip(outs, boxed(fmt), strict=True):
         want = run_lavfi(ref, [("drawbox", {"x": str(b.x), "y": str(b.y), "w": str(b.w), "h": str(b.h),
                                             "color": "red@0.7", "t": "2"}) for b in ref.detections])
         for a, b in zip(out.planes, want.planes, strict=True):
             np.testing.assert_array_equal(a, b)
-
-
-def whole_frame_blend(renderer: Any, frame: Frame, texts: list[tuple[str, int, int]]) -> list[np.ndarray]:
-    """The reference: every label into one whole-frame mask, blended over whole planes (the old way)."""
-    from avdnn.filters._textdraw import _subsample
-
-    box, ink = renderer._masks((frame.width, frame.height), (0, 0), texts)
-    planes = [np.array(p, copy=True) for p in frame.planes]
-    spec = lookup(frame.format)
-    for mask, rgba in ([(box, renderer.boxcolor)] if renderer.box else []) + [(ink, renderer.fg)]:
-        coverage = mask * (rgba[3] / 255.0) * renderer.alpha
-        for plane, pspec, value in zip(planes, spec.planes, renderer._color(rgba, frame.format), strict=True):
-            a = _subsample(coverage, pspec.log2_w, pspec.log2_h, plane.shape[:2])
-            if plane.ndim == 3:
-                a = a[..., None]
-            mixed = plane.astype(np.float32) * (1 - a) + np.asarray(value, dtype=np.float32) * a
-            plane[...] = np.clip(np.rint(mixed), 0, np.iinfo(plane.dtype).max).astype(plane.dtype)
-    return planes
+    for given, fresh in zip(inputs, boxed(fmt), strict=True):  # drawn on a copy: the input frames are intact
+        for a, b in zip(given.planes, fresh.planes, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("fmt", ["yuv420p", "nv12", "rgb24", "yuv444p"])
@@ -76,7 +66,7 @@ def test_text_blends_only_the_labels_with_the_whole_frame_result(fmt: str) -> No
     out = renderer.draw(frame, texts)
     rects = renderer.rects(97, 65, (2, 2), texts)
     assert sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in rects) < 97 * 65 * 0.75
-    for a, b in zip(out.planes, whole_frame_blend(renderer, frame, texts), strict=True):
+    for a, b in zip(out.planes, whole_frame_blend(renderer, frame, texts).planes, strict=True):
         np.testing.assert_array_equal(a, b)
     assert not np.array_equal(out.planes[0], frame.planes[0])
 

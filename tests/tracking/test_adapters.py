@@ -152,3 +152,13 @@ def test_summary_votes_and_counts() -> None:
     assert first.label == "cat" and first.mean_confidence == pytest.approx((0.9 + 0.7 + 0.8) / 3, rel=1e-6)
     assert (second.track_id, second.first_pts, second.frames, second.label) == (1, 11, 3, "dog")
     assert second.to_dict()["labels"] == {"dog": 3} and first.to_dict()["first_time"] == 0.4
+
+
+def test_import_avdnn_does_not_import_the_tracker_library() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, avdnn, avdnn.filters.track; "
+            "print([m for m in ('trackers', 'supervision', 'cv2') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.strip() == "[]"

@@ -185,3 +185,12 @@ def test_a_frame_without_detections_warns_once(caplog: pytest.LogCaptureFixture)
         out = run_filter(f, lavfi_frames("rgb24", 32, 32, count=2))
     assert len(out) == 2 and all(o.detections is None for o in out)
     assert caplog.text.count("put dnn_detect before track") == 1
+
+
+def test_help_lists_the_trackers_and_their_defaults(avdnn_cli: Any) -> None:
+    res = avdnn_cli(["-hide_banner", "-h", "filter=track"])
+    text = res.out.decode() + res.err
+    assert res.rc == 0 and "Filter track (avdnn)" in text and "lost_track_buffer" in text
+    sort_line = next(line for line in text.splitlines() if line.strip().startswith("sort "))
+    following = text.splitlines()[text.splitlines().index(sort_line) + 1]
+    assert "track_activation_threshold=0.25" in following and "minimum_consecutive_frames=3" in following

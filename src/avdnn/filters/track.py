@@ -81,6 +81,18 @@ class TrackFilter(Filter):
         self._summarised = False
         self._reformatter: Any = None
 
+    @classmethod
+    def help_extra(cls) -> str:
+        """``-h filter=track``: each tracker, whether its library is installed, and what -1 means for it."""
+        from ..tracking import KNOWN_TRACKERS
+
+        rows = []
+        for spec in KNOWN_TRACKERS.values():
+            state = "installed" if spec.installed() else f"not installed: pip install 'avdnn[{spec.extra}]'"
+            defaults = ", ".join(f"{k}={v:g}" for k, v in spec.defaults.items())
+            rows.append(f"    {spec.name:<10} {spec.description} ({state})\n      defaults: {defaults}")
+        return "  Trackers:\n" + "\n".join(rows)
+
     def output_rate(self, in_rate: Fraction | None) -> Fraction | None:
         self._rate = in_rate
         return in_rate
