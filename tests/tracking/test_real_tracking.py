@@ -51,6 +51,14 @@ def test_blazeface_keeps_one_id_for_the_face(tmp_path: Path) -> None:
     assert sum(1 for r in recs if any(b["track_id"] == tid for b in r["boxes"])) >= 115
 
 
+@pytest.mark.parametrize("tracker", ["cbiou", "botsort"])
+def test_first_frame_activation_gives_every_frame_the_id(tmp_path: Path, tracker: str) -> None:
+    need("blazeface")
+    recs = run("carphone_pristine.mp4", f"dnn_detect=model=zoo:blazeface,track=tracker={tracker}",
+               tmp_path / "f.jsonl")
+    assert [b["track_id"] for r in recs for b in r["boxes"]] == [0] * 120
+
+
 def test_interval_3_still_tracks_the_face_on_nearly_every_frame(tmp_path: Path) -> None:
     need("blazeface")
     recs = run("carphone_pristine.mp4", "dnn_detect=model=zoo:blazeface:interval=3,track", tmp_path / "f.jsonl")

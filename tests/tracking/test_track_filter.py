@@ -80,13 +80,14 @@ def test_dnn_detect_without_track_leaves_skipped_frames_bare(det_model: str) -> 
 
 
 def test_showinfo_prints_the_track_line(det_model: str, avdnn_cli: Any) -> None:
-    res = avdnn_cli(["-f", "lavfi", "-i", "testsrc=s=64x64:r=25:d=0.2", "-vf",
+    res = avdnn_cli(["-loglevel", "verbose", "-f", "lavfi", "-i", "testsrc=s=64x64:r=25:d=0.2", "-vf",
                      f"dnn_detect=model={det_model}:interval=2,track,showinfo", "-f", "null", "-"])
     assert res.rc == 0, res.err
     # 5 frames, inference on 0, 2, 4: frame 0's box is not confirmed yet, so frame 1 has nothing to predict
     assert res.err.count("\t\ttrack:  id: 0, detected.") == 2  # frames 2 and 4
     assert res.err.count("\t\ttrack:  id: 0, predicted.") == 1  # frame 3
-    assert "track 0: 1, frames 3 (detected 2), pts 2..4" in res.err  # the end-of-stream summary line
+    assert "track: 1 tracks (ids 0..0)" in res.err  # the end-of-stream summary (INFO)
+    assert "track 0: 1, frames 3 (detected 2), pts 2..4" in res.err  # and per track (verbose)
 
 
 def test_unknown_option_for_the_tracker_is_an_error() -> None:

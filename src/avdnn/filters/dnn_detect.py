@@ -5,7 +5,8 @@ FFmpeg's options, defaults and ranges: ``dnn_backend``, ``confidence`` (0..1, 0.
 ``nb_classes`` (>= 0), ``anchors`` (``&``-separated floats, FLT_MIN..FLT_MAX), and every
 ``dnn_base`` option (model, input, output, async, nireq, batch_size, device...). avdnn adds the
 model types of :mod:`avdnn.dnn.detect` (tf, yolov5, yolov8, yolox, detr, blazeface, numbered
-from 4 on), ``iou``, ``nms``, ``letterbox`` and ``max_det``.
+from 4 on), ``iou``, ``nms``, ``letterbox``, ``max_det`` and ``interval`` (the model on every Nth
+frame only, for a ``track`` filter to predict the others; docs/tracking.md).
 
 The output is the input frame itself with a :class:`~avdnn.media.detections.Detections`
 record whose source is the ``model`` value as given (FFmpeg's header source). Deliberate

@@ -10,8 +10,9 @@ an option the chosen tracker does not have is an error. ``frame_rate`` (0: the s
 Every box that comes in goes out, in its order, with ``track_id`` (-1 while its track is not
 confirmed: ``minimum_consecutive_frames``) and ``predicted`` False. On a frame ``dnn_detect``
 skipped (its ``interval``), the record is the tracker's prediction for the objects the last
-inferred frame had, flagged ``predicted``. At end of stream one INFO line per track summarises
-it (id, label by vote, frames, first/last pts, mean confidence); :attr:`TrackFilter.summary`
+inferred frame had, flagged ``predicted``. At end of stream an INFO line counts the tracks and a
+verbose line per track summarises it (id, label by vote, frames, first/last pts, mean
+confidence); :attr:`TrackFilter.summary`
 keeps the same for Python users, and ``metadata_jsonl`` writes it as JSON.
 """
 
@@ -33,6 +34,8 @@ from .base import Filter
 from .options import INT_MAX, Option
 
 log = logging.getLogger("avdnn.filters")
+
+VERBOSE = logging.INFO - 1  # the CLI's -loglevel verbose
 
 #: trackers' fixed-rate default, used when neither the stream nor ``frame_rate`` gives a rate.
 DEFAULT_FRAME_RATE = 30.0
@@ -154,9 +157,12 @@ class TrackFilter(Filter):
         if self._summarised:
             return []
         self._summarised = True
-        for rec in self.summary.records():
+        records = self.summary.records()
+        log.info("%s: %d tracks%s", self.label, len(records),
+                 f" (ids {records[0].track_id}..{records[-1].track_id})" if records else "")
+        for rec in records:
             conf = rec.mean_confidence
-            log.info("%s: track %d: %s, frames %d (detected %d), pts %s..%s, mean confidence %s", self.label,
+            log.log(VERBOSE, "%s: track %d: %s, frames %d (detected %d), pts %s..%s, mean confidence %s", self.label,
                      rec.track_id, rec.label or "-", rec.frames, rec.detected, rec.first_pts, rec.last_pts,
                      "-" if conf is None else f"{conf:.3f}")
         return []
