@@ -56,8 +56,8 @@ def frames(width: int, height: int, count: int, boxes: int, seed: int = 0) -> li
             xy = rng.uniform(0, [width * 0.8, height * 0.8], (boxes, 2))
             wh = rng.uniform(40, 200, (boxes, 2))
             frame.side_data.detections = Detections(
-                xyxy=np.concatenate([xy, np.minimum(xy + wh, [width, height])], axis=1), confidence=[0.9] * boxes,
-                class_id=[0] * boxes, labels=("person",) * boxes, track_id=np.arange(boxes), frame_size=(width, height))
+                xyxy=np.concatenate([xy, np.minimum(xy + wh, [width, height])], axis=1), confidence=np.full(boxes, 0.9),
+                class_id=np.zeros(boxes), labels=("person",) * boxes, track_id=np.arange(boxes), frame_size=(width, height))
             out.append(frame)
     return out
 
@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.size} yuv420p, {args.boxes} boxes a frame, {args.frames} frames x {args.rounds} rounds")
     print(f"{'':<22} {'before ms':>10} {'now ms':>8} {'speed-up':>9}")
     for name, (before, now) in pairs.items():
-        b_ms, n_ms = [], []
+        b_ms: list[float] = []
+        n_ms: list[float] = []
         for r in range(args.rounds):
             for which in ((before, now) if r % 2 == 0 else (now, before)):
                 (b_ms if which is before else n_ms).append(timed(which, items))

@@ -40,7 +40,7 @@ SIZE = (640, 480)
 
 def sequences() -> dict[str, np.ndarray]:
     """motmetrics' ground truth, (frame, id, x, y, w, h) rows, by sequence name."""
-    import motmetrics
+    import motmetrics  # type: ignore[import-untyped]
 
     root = Path(motmetrics.__file__).parent / "data"
     out = {}
@@ -130,6 +130,7 @@ def metrics(gt: np.ndarray, recs: list[Detections], work: Path) -> dict[str, flo
     gt_file.write_text("".join(f"{int(r[0])},{int(r[1])},{r[2]},{r[3]},{r[4]},{r[5]},1,1,1\n" for r in gt))
     hyp_file.write_text("\n".join(mot_lines(recs)) + "\n")
     res = evaluate_mot_sequence(gt_file, hyp_file, metrics=["CLEAR", "HOTA", "Identity"])
+    assert res.HOTA is not None and res.CLEAR is not None  # both were asked for
     return {"MOTA": float(summary["mota"].iloc[0]), "IDF1": float(summary["idf1"].iloc[0]),
             "IDSW": int(summary["num_switches"].iloc[0]), "HOTA": float(res.HOTA.HOTA),
             "MOTA_trackers_eval": float(res.CLEAR.MOTA)}

@@ -117,7 +117,7 @@ def test_frame_rate_comes_from_the_stream(register: Any) -> None:
 
 
 def tracked_frame(fmt: str = "rgb24") -> Frame:
-    frame = lavfi_frames(fmt, 96, 64)[0]
+    frame: Frame = lavfi_frames(fmt, 96, 64)[0]
     frame.side_data.detections = Detections(
         xyxy=[[8, 20, 40, 50], [50, 20, 90, 60], [30, 2, 34, 6]], confidence=[0.9, 0.8, 0.7], class_id=[0, 1, 1],
         labels=("face", "cat", "cat"), frame_size=(96, 64), track_id=[3, 25, -1])

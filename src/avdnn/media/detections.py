@@ -140,8 +140,8 @@ class Detections:
     frame_size: tuple[int, int] = (0, 0)
     pts: int | None = None
     ffmpeg_xywh: np.ndarray | None = field(default=None, repr=False)
-    track_id: np.ndarray | None = None
-    predicted: np.ndarray | None = None
+    track_id: np.ndarray | Sequence[int] | None = None  # an ndarray once built (see track_ids)
+    predicted: np.ndarray | Sequence[bool] | None = None  # an ndarray once built (see predicted_mask)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -309,13 +309,13 @@ class Detections:
     @property
     def track_ids(self) -> np.ndarray:
         """``track_id`` typed for readers: (N,) int32, -1 where a box has no confirmed track."""
-        assert self.track_id is not None  # filled in __post_init__
+        assert isinstance(self.track_id, np.ndarray)  # filled in __post_init__
         return self.track_id
 
     @property
     def predicted_mask(self) -> np.ndarray:
         """``predicted`` typed for readers: (N,) bool."""
-        assert self.predicted is not None  # filled in __post_init__
+        assert isinstance(self.predicted, np.ndarray)  # filled in __post_init__
         return self.predicted
 
     @property
