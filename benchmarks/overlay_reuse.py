@@ -56,8 +56,9 @@ def frames(width: int, height: int, count: int, boxes: int, seed: int = 0) -> li
             xy = rng.uniform(0, [width * 0.8, height * 0.8], (boxes, 2))
             wh = rng.uniform(40, 200, (boxes, 2))
             frame.side_data.detections = Detections(
-                xyxy=np.concatenate([xy, np.minimum(xy + wh, [width, height])], axis=1), confidence=np.full(boxes, 0.9),
-                class_id=np.zeros(boxes), labels=("person",) * boxes, track_id=np.arange(boxes), frame_size=(width, height))
+                xyxy=np.concatenate([xy, np.minimum(xy + wh, [width, height])], axis=1),
+                confidence=np.full(boxes, 0.9), class_id=np.zeros(boxes), labels=("person",) * boxes,
+                track_id=np.arange(boxes), frame_size=(width, height))
             out.append(frame)
     return out
 
