@@ -113,7 +113,10 @@ def test_frame_rate_comes_from_the_stream(register: Any) -> None:
 
     list(avdnn.run("testsrc=s=32x32:r=10:d=0.3", "track_probe", input_format="lavfi"))
     list(avdnn.run("testsrc=s=32x32:r=10:d=0.3", "track_probe=frame_rate=60", input_format="lavfi"))
-    assert seen == [(10.0, 10), (60.0, 60)]  # lost_track_buffer 30 (at 30 fps) scaled by the rate
+    list(avdnn.run("testsrc=s=32x32:r=10:d=0.3", "track_probe=frame_rate=30000/1001", input_format="lavfi"))
+    assert seen == [(10.0, 10), (60.0, 60), (30000 / 1001, 30)]  # lost_track_buffer 30 (at 30 fps), scaled
+    with pytest.raises(InvalidArgumentError, match="Invalid frame rate 'fast'"):
+        make_filter("track", frame_rate="fast")
 
 
 def tracked_frame(fmt: str = "rgb24") -> Frame:
@@ -170,6 +173,12 @@ def test_reclassify_interval_reuses_a_tracks_labels(tmp_path: Path) -> None:
     assert labels(1) == list(zip([str(10 + k) for k in range(7)], b, strict=True))
     assert labels(3) == list(zip(["10", "10", "10", "13", "13", "13", "16"], b, strict=True))
     assert labels(0) == list(zip(["10"] * 7, b, strict=True))
+    # decided when a frame is submitted, so any async/nireq/batch_size gives the same labels
+    def labels_with(**engine: Any) -> list[tuple[str, str]]:
+        f = make_filter("dnn_classify", model=model, confidence=0, reclassify_interval=3, **engine)
+        return [(o.detections[0].classify[0][0], o.detections[1].classify[0][0]) for o in run_filter(f, frames())]
+
+    assert labels_with(**{"async": 0}) == labels_with(nireq=3, batch_size=2) == labels(3)
 
 
 def test_python_api_sees_ids(det_model: str) -> None:

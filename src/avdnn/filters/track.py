@@ -52,7 +52,7 @@ TRACK_OPTIONS: tuple[Option, ...] = (
            help="matched frames before a track gets an id (-1: the tracker's default)"),
     Option("high_conf_det_threshold", "float", -1, -1, 1,
            help="confidence splitting the two matching stages (-1: the tracker's default)"),
-    Option("frame_rate", "float", 0, 0, INT_MAX, help="frame rate for lost_track_buffer (0: the stream's)"),
+    Option("frame_rate", "string", "0", help="frame rate for lost_track_buffer, e.g. 25 or 30000/1001 (0: the stream's)"),
 )
 
 
@@ -76,6 +76,13 @@ class TrackFilter(Filter):
         if unknown:
             raise InvalidArgumentError(f"tracker '{name}' has no option {unknown[0]} (its options: "
                                        f"{', '.join(self.spec.params)})", filter=self.label, option=unknown[0])
+        try:
+            self._given_rate = Fraction(str(values.get("frame_rate") or "0"))
+        except (ValueError, ZeroDivisionError):
+            raise InvalidArgumentError(f"Invalid frame rate '{values.get('frame_rate')}' (a number or N/D)",
+                                       filter=self.label, option="frame_rate") from None
+        if self._given_rate < 0:
+            raise InvalidArgumentError("frame_rate must not be negative", filter=self.label, option="frame_rate")
         self._rate: Fraction | None = None
         self.tracker: Tracker | None = None
         self.summary = TrackSummary()
@@ -103,8 +110,8 @@ class TrackFilter(Filter):
     @property
     def frame_rate(self) -> float:
         """``frame_rate`` when given, else the stream's, else trackers' 30."""
-        given = float(self.opts.get("frame_rate") or 0)
-        return given or (float(self._rate) if self._rate else DEFAULT_FRAME_RATE)
+        rate = self._given_rate or self._rate
+        return float(rate) if rate else DEFAULT_FRAME_RATE
 
     def configure(self, frame: Frame) -> None:
         super().configure(frame)
