@@ -52,7 +52,7 @@ TRACK_OPTIONS: tuple[Option, ...] = (
            help="matched frames before a track gets an id (-1: the tracker's default)"),
     Option("high_conf_det_threshold", "float", -1, -1, 1,
            help="confidence splitting the two matching stages (-1: the tracker's default)"),
-    Option("frame_rate", "string", "0", help="frame rate for lost_track_buffer, e.g. 25 or 30000/1001 (0: the stream's)"),
+    Option("frame_rate", "string", "0", help="frame rate for lost_track_buffer: 25, 30000/1001 (0: the stream's)"),
 )
 
 
