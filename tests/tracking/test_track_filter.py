@@ -204,3 +204,15 @@ def test_help_lists_the_trackers_and_their_defaults(avdnn_cli: Any) -> None:
     sort_line = next(line for line in text.splitlines() if line.strip().startswith("sort "))
     following = text.splitlines()[text.splitlines().index(sort_line) + 1]
     assert "track_activation_threshold=0.25" in following and "minimum_consecutive_frames=3" in following
+
+
+def test_a_run_stopped_by_frames_still_writes_the_track_summary(tmp_path: Path, det_model: str,
+                                                                 avdnn_cli: Any) -> None:
+    out = tmp_path / "t.jsonl"
+    res = avdnn_cli(["-hide_banner", "-f", "lavfi", "-i", "testsrc=s=64x64:r=25:d=2", "-frames:v", "6", "-vf",
+                     f"dnn_detect=model={det_model},track,metadata_jsonl=file={out}", "-f", "null", "-"])
+    assert res.rc == 0, res.err
+    lines = jsonl(out)
+    tracks = [r for r in lines if r["type"] == "track"]
+    assert len(tracks) == 1 and tracks[0]["frames"] == sum(1 for r in lines if r["type"] == "frame") - 1
+    assert "track: 1 tracks (ids 0..0)" in res.err

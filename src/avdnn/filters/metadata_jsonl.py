@@ -16,8 +16,8 @@ One line per frame::
      "classify": [{"label": "happy", "confidence": 0.8, "confidence_q": [8000, 10000]}],
      "track_id": 3, "predicted": false}]}
 
-and, at end of stream when the boxes carried track ids (a ``track`` filter upstream) and
-``summary=1`` (the default), one line per track (:mod:`avdnn.tracking.summary`)::
+and, at end of stream (or at close, when the run stopped early) when the boxes carried track
+ids (a ``track`` filter upstream) and ``summary=1`` (the default), one line per track (:mod:`avdnn.tracking.summary`)::
 
     {"version": 2, "type": "track", "track_id": 3, "label": "face", "first_pts": 1, "last_pts": 119,
      "first_time": 0.033, "last_time": 3.97, "frames": 119, "detected_frames": 119,
@@ -103,15 +103,21 @@ class MetadataJsonlFilter(Filter):
         assert self._out is not None
         self._out.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
 
+    def _write_summary(self) -> None:
+        """The track lines, once: at end of stream, or at close when the run stopped early (-frames:v)."""
+        summary, self.summary = self.summary, None
+        for rec in summary.records() if summary is not None else ():
+            self._write({"version": SCHEMA_VERSION, "type": "track", **rec.to_dict()})
+
     def flush(self) -> list[Frame]:
         if self._out is not None:
-            summary, self.summary = self.summary, None  # once, even if flushed again
-            for rec in summary.records() if summary is not None else ():
-                self._write({"version": SCHEMA_VERSION, "type": "track", **rec.to_dict()})
+            self._write_summary()
             self._out.flush()
         return []
 
     def close(self) -> None:
+        if self._out is not None:
+            self._write_summary()
         out, self._out = self._out, None
         if out is not None and out is not sys.stdout:
             out.close()

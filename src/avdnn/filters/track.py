@@ -161,8 +161,16 @@ class TrackFilter(Filter):
         return [frame]
 
     def flush(self) -> list[Frame]:
+        self._log_summary()
+        return []
+
+    def close(self) -> None:
+        if self.configured:  # a run stopped early (-frames:v) still gets its summary
+            self._log_summary()
+
+    def _log_summary(self) -> None:
         if self._summarised:
-            return []
+            return
         self._summarised = True
         records = self.summary.records()
         log.info("%s: %d tracks%s", self.label, len(records),
@@ -172,4 +180,3 @@ class TrackFilter(Filter):
             log.log(VERBOSE, "%s: track %d: %s, frames %d (detected %d), pts %s..%s, mean confidence %s", self.label,
                      rec.track_id, rec.label or "-", rec.frames, rec.detected, rec.first_pts, rec.last_pts,
                      "-" if conf is None else f"{conf:.3f}")
-        return []
