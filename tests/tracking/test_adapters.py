@@ -121,6 +121,12 @@ def test_unknown_parameter_and_tracker_are_errors() -> None:
         register_tracker(KNOWN_TRACKERS["sort"])
 
 
+def test_the_librarys_parameter_refusal_is_an_invalid_argument() -> None:
+    with pytest.raises(InvalidArgumentError, match="tracker 'bytetrack': lost_track_buffer must be") as info:
+        create_tracker("bytetrack", FPS, lost_track_buffer=-5)
+    assert isinstance(info.value.__cause__, ValueError)
+
+
 def test_missing_library_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = TrackerSpec(name="nolib", adapter="roboflow:RoboflowTracker", target="no_such_lib:Tracker",
                        requires="no_such_lib_avdnn", extra="track", params={}, defaults={}, description="")

@@ -216,3 +216,14 @@ def test_a_run_stopped_by_frames_still_writes_the_track_summary(tmp_path: Path, 
     tracks = [r for r in lines if r["type"] == "track"]
     assert len(tracks) == 1 and tracks[0]["frames"] == sum(1 for r in lines if r["type"] == "frame") - 1
     assert "track: 1 tracks (ids 0..0)" in res.err
+
+
+def test_each_stream_has_its_own_tracker(det_model: str) -> None:
+    """Two streams with the same model, consumed interleaved: each gets the ids it gets alone."""
+    chain = f"dnn_detect=model={det_model},track"
+    alone = [f.detections.track_ids.tolist() for f in avdnn.run("testsrc=s=64x64:r=25:d=0.2", chain,
+                                                                  input_format="lavfi")]
+    a = avdnn.run("testsrc=s=64x64:r=25:d=0.2", chain, input_format="lavfi")
+    b = avdnn.run("testsrc2=s=64x64:r=25:d=0.2", chain, input_format="lavfi")
+    both = [(fa.detections.track_ids.tolist(), fb.detections.track_ids.tolist()) for fa, fb in zip(a, b, strict=True)]
+    assert [x for x, _ in both] == [y for _, y in both] == alone == [[-1]] + [[0]] * 4

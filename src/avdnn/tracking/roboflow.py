@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from ..media.detections import Detections
 from .base import TrackerSpec, load_class
 
@@ -43,7 +44,10 @@ class RoboflowTracker:
                 kwargs[spec.params[name]] = int(kwargs[spec.params[name]])
         self._sv = sv
         self.spec = spec
-        self.tracker = cls(frame_rate=float(frame_rate), **kwargs, **spec.fixed)
+        try:
+            self.tracker = cls(frame_rate=float(frame_rate), **kwargs, **spec.fixed)
+        except ValueError as exc:  # trackers' documented refusal of a parameter (negative buffer, bad rate)
+            raise InvalidArgumentError(f"tracker '{spec.name}': {exc}", option="tracker") from exc
         self._ghost: Any = None
         self._last: dict[int, _Last] = {}
         self._frame_size: tuple[int, int] = (0, 0)
