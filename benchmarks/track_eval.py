@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/track_eval.py                 # both sequences, every tracker, intervals 1 2 3 5
     .venv/bin/python benchmarks/track_eval.py --trackers bytetrack,sort --intervals 1,3 --json out.json
+    .venv/bin/python benchmarks/track_eval.py --speed --intervals 1,3   # SSD + track on bikes.mp4 (~2 min)
 
 The ground truth is what ``motmetrics`` ships (TUD-Campus, 71 frames; TUD-Stadtmitte, 179
 frames; pedestrians, 640x480, 25 fps). It is turned into detections with a seeded generator:
@@ -12,6 +13,10 @@ drives it: ``update`` on frames the detector runs on (every ``interval``-th), ``
 others. Boxes with a confirmed id are the hypotheses. Reported per sequence, tracker and
 interval: MOTA, IDF1, ID switches (motmetrics, IoU >= 0.5), HOTA (trackers' TrackEval-checked
 eval) and the tracker's time per frame.
+
+``--speed`` instead times the real chain ``dnn_detect=model=zoo:ssd_mobilenet_v2_coco:interval=N,track``
+over 100 frames of bikes.mp4 for each interval, alternating the order each round (medians, one
+run; the model is loaded once per run, before the clock starts).
 
 The adapter check: with interval 1, the same detections fed to ``trackers`` directly (its own
 ``update`` with the same timestamps) must give the same id for every box; the script prints
@@ -136,6 +141,32 @@ def metrics(gt: np.ndarray, recs: list[Detections], work: Path) -> dict[str, flo
             "MOTA_trackers_eval": float(res.CLEAR.MOTA)}
 
 
+def speed(intervals: list[int], rounds: int, frames: int = 100) -> int:
+    """Frames per second of the SSD + track chain per interval, side by side."""
+    import statistics
+
+    import avdnn
+    from avdnn.zoo import sample
+
+    clip = sample("bikes.mp4")
+    times: dict[int, list[float]] = {n: [] for n in intervals}
+    for r in range(rounds):
+        for n in intervals if r % 2 == 0 else intervals[::-1]:
+            stream = avdnn.run(clip, f"dnn_detect=model=zoo:ssd_mobilenet_v2_coco:interval={n},track", frames=frames)
+            it = iter(stream)
+            next(it)  # the first frame pays the model load
+            t0 = time.perf_counter()
+            count = 1 + sum(1 for _ in it)
+            times[n].append(time.perf_counter() - t0)
+            assert count == frames
+    base = statistics.median(times[intervals[0]])
+    print(f"{'interval':>8} {'s per run':>10} {'fps':>7} {'vs interval ' + str(intervals[0]):>16}")
+    for n in intervals:
+        med = statistics.median(times[n])
+        print(f"{n:>8} {med:>10.2f} {(frames - 1) / med:>7.1f} {base / med:>15.2f}x")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trackers", default=",".join(KNOWN_TRACKERS))
@@ -145,7 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jitter", type=float, default=0.03)
     ap.add_argument("--fp", type=float, default=0.5)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--speed", action="store_true", help="time SSD + track on bikes.mp4 per interval instead")
+    ap.add_argument("--rounds", type=int, default=3, help="--speed rounds")
     args = ap.parse_args(argv)
+    if args.speed:
+        return speed([int(v) for v in args.intervals.split(",")], args.rounds)
     names = args.trackers.split(",")
     intervals = [int(v) for v in args.intervals.split(",")]
     rows: list[dict[str, Any]] = []
