@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +15,13 @@ from avdnn.filters.overlay_bboxes import run_lavfi
 from avdnn.media.detections import Detections
 from avdnn.media.frame import Frame
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from overlay_reuse import whole_frame_blend  # the old whole-frame blend, the reference
+# the old whole-frame blend, the reference; loaded by path so benchmarks/ never shadows a module
+_spec = importlib.util.spec_from_file_location(
+    "avdnn_bench_overlay_reuse", Path(__file__).resolve().parents[2] / "benchmarks" / "overlay_reuse.py")
+assert _spec is not None and _spec.loader is not None
+_bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_bench)
+whole_frame_blend = _bench.whole_frame_blend
 
 BOXES = [[[16, 16, 48, 48]], [[2, 3, 30, 40], [40, 10, 60, 60], [0, 0, 5, 5]], [[10, 10, 20, 20], [30, 30, 50, 40]],
          [[1, 1, 63, 63], [5, 5, 9, 9], [20, 20, 40, 44]], [[33, 7, 50, 20]]]
