@@ -290,6 +290,7 @@ def test_all_is_sorted_and_complete() -> None:
     for name in avdnn.__all__:
         assert hasattr(avdnn, name), name
     public = {n for n in vars(avdnn) if not n.startswith("_")} - {"annotations", "api", "errors", "graph",
-                                                                    "media", "filters", "dnn", "cli", "help", "zoo"}
+                                                                    "media", "filters", "dnn", "cli", "help", "zoo",
+                                                                    "tracking"}
     assert public <= set(avdnn.__all__), public - set(avdnn.__all__)
     assert isinstance(avdnn.__version__, str)

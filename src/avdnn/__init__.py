@@ -24,13 +24,16 @@ from .errors import (
     PermissionDeniedError,
 )
 from .graph.stats import RunStats
+from .media.detections import Detections
 from .media.frame import Frame, SideData
+from .tracking import TrackSummary
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AvdnnError",
     "BackendUnavailableError",
+    "Detections",
     "ExternalError",
     "FilterNotFoundError",
     "Frame",
@@ -46,6 +49,7 @@ __all__ = [
     "PermissionDeniedError",
     "RunStats",
     "SideData",
+    "TrackSummary",
     "__version__",
     "run",
 ]

@@ -188,7 +188,7 @@ def test_jsonl_from_the_api(tmp_path: Path, det_model: str) -> None:
     assert len(records) == len(frames) == 3
     assert [r["n"] for r in records] == [0, 1, 2] and [r["pts"] for r in records] == [0, 1, 2]
     r = records[1]
-    assert r["version"] == 1 and r["time_base"] == "1/25" and r["time"] == pytest.approx(0.04)
+    assert r["version"] == 2 and r["type"] == "frame" and r["time_base"] == "1/25" and r["time"] == pytest.approx(0.04)
     assert (r["width"], r["height"], r["source"]) == (64, 64, det_model)
     (box,) = r["boxes"]
     assert (box["x"], box["y"], box["w"], box["h"], box["label"]) == (16, 16, 32, 32, "1")

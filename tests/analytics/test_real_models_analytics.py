@@ -159,7 +159,7 @@ def test_face_boxes_drawn_to_mp4_and_jsonl_match(carphone: str, tmp_path: Path) 
     records = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert len(records) >= 30 and [r["n"] for r in records[:30]] == list(range(30))
     for rec, det in zip(records, reference, strict=False):
-        assert rec["version"] == 1 and (rec["width"], rec["height"]) == (176, 144)
+        assert rec["version"] == 2 and (rec["width"], rec["height"]) == (176, 144)
         back = Detections.from_dict(rec)
         assert back.labels == det.labels and [b.classify[0][0] for b in back] == [b.classify[0][0] for b in det]
         np.testing.assert_allclose(back.xyxy, det.xyxy, atol=1e-3)

@@ -5,6 +5,10 @@ are parsed by libavfilter itself (a 1x1 ``color`` source, so every FFmpeg colour
 and converted to the frame's format by libswscale; the coverage mask is blended into each plane
 (chroma planes get the mask averaged over their subsampling blocks). Position, size and colours
 follow FFmpeg's options; the glyph pixels are Pillow's, not freetype-through-FFmpeg's.
+
+Only the labels' rectangles are rasterised and blended: each label's extent (with its box
+border), widened to whole chroma blocks and merged where labels overlap, so a few labels on a
+large frame cost a few small blends, and the pixels are those a whole-frame blend gives.
 """
 
 from __future__ import annotations
@@ -14,9 +18,22 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, NotSupportedError
 from ..media.frame import Frame
 from ..media.pixfmt import lookup
+
+Rect = tuple[int, int, int, int]  # x0, y0, x1, y1 (end exclusive)
+
+
+def require_pillow(label: str) -> Any:
+    """Pillow, or AVERROR(ENOSYS) naming the install command."""
+    try:
+        from PIL import Image, ImageDraw, ImageFont
+    except ImportError:
+        raise NotSupportedError(
+            "drawtext: this libavfilter has no drawtext (no freetype) and Pillow is not installed to draw the "
+            "labels instead: pip install pillow", filter=label) from None
+    return Image, ImageDraw, ImageFont
 
 
 def parse_color(text: str, label: str, option: str) -> tuple[int, int, int, int]:
@@ -51,8 +68,6 @@ class TextRenderer:
     """Draw (text, x, y) items onto frames with one font, colour and box style."""
 
     def __init__(self, values: dict[str, Any], fontsize: int, *, label: str) -> None:
-        from .overlay_bboxes import require_pillow
-
         self.Image, self.ImageDraw, font_mod = require_pillow(label)
         fontfile = values.get("fontfile")
         try:
@@ -71,17 +86,49 @@ class TextRenderer:
                                        filter=label) from None
         self._colors: dict[tuple[str, tuple[int, int, int, int]], list[np.ndarray]] = {}
 
-    def _masks(self, width: int, height: int, texts: Sequence[tuple[str, int, int]]) -> tuple[Any, Any]:
-        box = self.Image.new("L", (width, height), 0)
-        ink = self.Image.new("L", (width, height), 0)
+    def _masks(self, size: tuple[int, int], origin: tuple[int, int], texts: Sequence[tuple[str, int, int]]
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Box and ink coverage (0..1) of the ``size`` rectangle at ``origin``, all labels drawn."""
+        box = self.Image.new("L", size, 0)
+        ink = self.Image.new("L", size, 0)
         draw_box, draw_ink = self.ImageDraw.Draw(box), self.ImageDraw.Draw(ink)
+        ox, oy = origin
         for text, x, y in texts:
             if self.box:
-                x0, y0, x1, y1 = draw_ink.textbbox((x, y), text, font=self.font)
+                x0, y0, x1, y1 = draw_ink.textbbox((x - ox, y - oy), text, font=self.font)
                 b = self.border
                 draw_box.rectangle((x0 - b, y0 - b, x1 + b - 1, y1 + b - 1), fill=255)
-            draw_ink.text((x, y), text, font=self.font, fill=255)
+            draw_ink.text((x - ox, y - oy), text, font=self.font, fill=255)
         return np.asarray(box, dtype=np.float32) / 255, np.asarray(ink, dtype=np.float32) / 255
+
+    def rects(self, width: int, height: int, block: tuple[int, int], texts: Sequence[tuple[str, int, int]]
+              ) -> list[Rect]:
+        """Where the labels can put ink: their extents on whole chroma blocks, clipped, overlaps merged."""
+        if not hasattr(self, "_measure"):
+            self._measure = self.ImageDraw.Draw(self.Image.new("L", (1, 1), 0))
+        bw, bh = block
+        pad = 1 + (self.border if self.box else 0)  # the box border and a pixel of antialiasing
+        out: list[Rect] = []
+        for text, x, y in texts:
+            x0, y0, x1, y1 = (int(v) for v in self._measure.textbbox((x, y), text, font=self.font))
+            r = (max(0, (x0 - pad) // bw * bw), max(0, (y0 - pad) // bh * bh),
+                 min(width, -(-(x1 + pad) // bw) * bw), min(height, -(-(y1 + pad) // bh) * bh))
+            if r[0] < r[2] and r[1] < r[3]:
+                out.append(r)
+        merged = True
+        while merged:  # a pixel is blended once, as by one whole-frame mask
+            merged = False
+            for i in range(len(out)):
+                for j in range(i + 1, len(out)):
+                    a, b = out[i], out[j]
+                    if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                        out[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                        del out[j]
+                        merged = True
+                        break
+                if merged:
+                    break
+        return out
 
     def _color(self, rgba: tuple[int, int, int, int], fmt: str) -> list[np.ndarray]:
         key = (fmt, rgba)
@@ -92,18 +139,26 @@ class TextRenderer:
     def draw(self, frame: Frame, texts: Sequence[tuple[str, int, int]]) -> Frame:
         if not texts:
             return frame
-        box, ink = self._masks(frame.width, frame.height, texts)
-        planes = [np.array(p, copy=True) for p in frame.planes]
-        layers = ([(box, self.boxcolor)] if self.box else []) + [(ink, self.fg)]
         spec = lookup(frame.format)
-        for mask, rgba in layers:
-            coverage = mask * (rgba[3] / 255.0) * self.alpha
-            for plane, pspec, value in zip(planes, spec.planes, self._color(rgba, frame.format), strict=True):
-                a = _subsample(coverage, pspec.log2_w, pspec.log2_h, plane.shape[:2])
-                if plane.ndim == 3:
-                    a = a[..., None]
-                mixed = plane.astype(np.float32) * (1 - a) + np.asarray(value, dtype=np.float32) * a
-                plane[...] = np.clip(np.rint(mixed), 0, np.iinfo(plane.dtype).max).astype(plane.dtype)
+        block = (1 << max(p.log2_w for p in spec.planes), 1 << max(p.log2_h for p in spec.planes))
+        rects = self.rects(frame.width, frame.height, block, texts)
+        if not rects:
+            return frame
+        planes = [np.array(p, copy=True) for p in frame.planes]
+        values = [(rgba, self._color(rgba, frame.format)) for rgba in ([self.boxcolor] if self.box else [])
+                  + [self.fg]]
+        for x0, y0, x1, y1 in rects:
+            box, ink = self._masks((x1 - x0, y1 - y0), (x0, y0), texts)
+            for mask, (rgba, samples) in zip([box] * self.box + [ink], values, strict=True):
+                coverage = mask * (rgba[3] / 255.0) * self.alpha
+                for plane, pspec, value in zip(planes, spec.planes, samples, strict=True):
+                    lw, lh = pspec.log2_w, pspec.log2_h
+                    region = plane[y0 >> lh: -(-y1 >> lh), x0 >> lw: -(-x1 >> lw)]
+                    a = _subsample(coverage, pspec.log2_w, pspec.log2_h, region.shape[:2])
+                    if region.ndim == 3:
+                        a = a[..., None]
+                    mixed = region.astype(np.float32) * (1 - a) + np.asarray(value, dtype=np.float32) * a
+                    region[...] = np.clip(np.rint(mixed), 0, np.iinfo(region.dtype).max).astype(region.dtype)
         return frame.with_planes(planes)
 
 
@@ -114,4 +169,5 @@ def _subsample(mask: np.ndarray, log2_w: int, log2_h: int, shape: tuple[int, ...
     bh, bw = 1 << log2_h, 1 << log2_w
     h, w = shape[0], shape[1]
     padded = np.pad(mask, ((0, h * bh - mask.shape[0]), (0, w * bw - mask.shape[1])), mode="edge")
-    return padded.reshape(h, bh, w, bw).mean(axis=(1, 3))
+    out: np.ndarray = padded.reshape(h, bh, w, bw).mean(axis=(1, 3))
+    return out

@@ -29,12 +29,14 @@ from ..media.frame import Frame
 from ..media.pixfmt import DNN_PIX_FMTS
 from .dnn_common import DnnFilter, dnn_backend_option, dnn_options
 from .dnn_detect import ANALYTICS_BACKENDS, labels_value
-from .options import Option
+from .options import INT_MAX, Option
 
 CLASSIFY_OPTIONS: tuple[Option, ...] = (
     Option("confidence", "float", 0.5, 0, 1, help="threshold of confidence"),
     Option("labels", "string", None, help="path to labels file"),
     Option("target", "string", None, help="which one to be classified"),
+    Option("reclassify_interval", "int", 1, 0, INT_MAX,
+           help="classify a tracked object every Nth frame it is seen and reuse its labels between; 0: once (avdnn)"),
 )
 
 
@@ -44,6 +46,9 @@ class _Job:
 
     frame: Frame
     indices: list[int]
+    #: track id per inferred index (-1: untracked), and (box index, track id) reusing a track's labels
+    tracks: tuple[int, ...] = ()
+    reused: tuple[tuple[int, int], ...] = ()
 
     @property
     def pts(self) -> int | None:  # the engine puts it in error context
@@ -69,6 +74,20 @@ class DnnClassifyFilter(DnnFilter):
         target = values.get("target")
         self.target = target.lower() if target else None
         self._specs: dict[tuple[int, int], io_analytics.InputSpec] = {}
+        self._reclassify = int(values.get("reclassify_interval", 1))
+        self._ages: dict[int, int] = {}  # track id -> frames seen since its last inference (submit side)
+        self._labels: dict[int, Any] = {}  # track id -> its last result (finish side, in frame order)
+
+    def _reuse(self, track_id: int) -> bool:
+        """DL Streamer's reclassify-interval: whether this tracked box reuses its track's labels now."""
+        if self._reclassify == 1 or track_id < 0:
+            return False
+        age = self._ages.get(track_id)
+        if age is not None and (self._reclassify == 0 or age < self._reclassify):
+            self._ages[track_id] = age + 1
+            return True
+        self._ages[track_id] = 1
+        return False
 
     def selected(self, det: Detections, width: int, height: int) -> list[tuple[int, tuple[int, int, int, int]]]:
         """(box index, clipped x, y, w, h) of every box this filter classifies, in box order."""
@@ -99,8 +118,11 @@ class DnnClassifyFilter(DnnFilter):
         if det is None or len(det) == 0:
             return self.submit(_Job(frame, []), [])
         chosen = self.selected(det, frame.width, frame.height)
+        tids = det.track_ids.tolist()
+        reused = tuple((i, tids[i]) for i, _ in chosen if self._reuse(tids[i]))
+        chosen = [(i, box) for i, box in chosen if (i, tids[i]) not in reused]
         if not chosen:
-            return self.submit(_Job(frame, []), [])
+            return self.submit(_Job(frame, [], (), reused), [])
         spec = self.spec(frame.width, frame.height)
         confidence, labels = self.confidence, self.labels
 
@@ -109,14 +131,19 @@ class DnnClassifyFilter(DnnFilter):
 
         items = [Item(spec.shape, spec.dtype, io_analytics.classify_fill(frame, box, spec), post)
                  for _, box in chosen]
-        return self.submit(_Job(frame, [i for i, _ in chosen]), items)
+        return self.submit(_Job(frame, [i for i, _ in chosen], tuple(tids[i] for i, _ in chosen), reused), items)
 
     def finish(self, payload: Any, results: tuple[Any, ...]) -> Frame:
-        frame, indices = payload.frame, payload.indices
-        if not indices:
+        job: _Job = payload
+        frame, indices = job.frame, job.indices
+        for tid, result in zip(job.tracks, results, strict=True):
+            if tid >= 0:
+                self._labels[tid] = result
+        pairs = [*zip(indices, results, strict=True), *((i, self._labels.get(t)) for i, t in job.reused)]
+        if not pairs:
             return frame
         det: Detections = frame.side_data.detections
-        for index, result in zip(indices, results, strict=True):
+        for index, result in sorted(pairs, key=lambda p: p[0]):
             if result is not None:
                 det = det.with_classification(index, result.label, result.confidence)
         det = det.with_source_appended(self.model_source)

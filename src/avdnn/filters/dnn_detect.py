@@ -5,7 +5,8 @@ FFmpeg's options, defaults and ranges: ``dnn_backend``, ``confidence`` (0..1, 0.
 ``nb_classes`` (>= 0), ``anchors`` (``&``-separated floats, FLT_MIN..FLT_MAX), and every
 ``dnn_base`` option (model, input, output, async, nireq, batch_size, device...). avdnn adds the
 model types of :mod:`avdnn.dnn.detect` (tf, yolov5, yolov8, yolox, detr, blazeface, numbered
-from 4 on), ``iou``, ``nms``, ``letterbox`` and ``max_det``.
+from 4 on), ``iou``, ``nms``, ``letterbox``, ``max_det`` and ``interval`` (the model on every Nth
+frame only, for a ``track`` filter to predict the others; docs/tracking.md).
 
 The output is the input frame itself with a :class:`~avdnn.media.detections.Detections`
 record whose source is the ``model`` value as given (FFmpeg's header source). Deliberate
@@ -28,7 +29,7 @@ from ..dnn.detect import DetectContext, get_model_type, list_model_types, parse,
 from ..dnn.engine import Item
 from ..dnn.interface import DNNBackendType, DNNFunctionType
 from ..errors import AVERROR, AvdnnError, InvalidArgumentError
-from ..media.detections import Detections
+from ..media.detections import SKIPPED_KEY, Detections
 from ..media.frame import Frame
 from ..media.pixfmt import DNN_PIX_FMTS
 from .dnn_common import ALL_BACKENDS, DnnFilter, dnn_backend_option, dnn_options
@@ -60,6 +61,8 @@ DETECT_OPTIONS: tuple[Option, ...] = (
     Option("nms", "int", 0, 0, 4, help="overlap removal: auto = the model type's own (avdnn)", consts=NMS_MODES),
     Option("letterbox", "bool", False, 0, 1, help="keep the aspect ratio and pad instead of stretching (avdnn)"),
     Option("max_det", "int", 300, 1, INT_MAX, help="at most this many boxes per frame, modern types (avdnn)"),
+    Option("interval", "int", 1, 1, INT_MAX,
+           help="run the model on every Nth frame; a track filter predicts the others (avdnn)"),
 )
 
 
@@ -104,6 +107,7 @@ class DnnDetectFilter(DnnFilter):
             if self.model_type == "ssd":
                 self.model_type = "tf"
         self._warned_existing = False
+        self._interval, self._seen = int(values.get("interval", 1)), 0
         self._contexts: dict[tuple[int, int], tuple[DetectContext, io_analytics.InputSpec]] = {}
 
     def context(self, width: int, height: int) -> tuple[DetectContext, io_analytics.InputSpec]:
@@ -137,6 +141,12 @@ class DnnDetectFilter(DnnFilter):
                 log.warning("%s: already have bounding boxes in side data; frames that have them pass "
                             "unchanged", self.label)
                 self._warned_existing = True
+            return self.submit(frame, [])
+        self._seen += 1
+        if (self._seen - 1) % self._interval:
+            # DL Streamer's inference-interval: no inference, no record; the frame says so for track
+            frame.side_data = frame.side_data.copy()
+            frame.side_data.metadata[SKIPPED_KEY] = "1"
             return self.submit(frame, [])
         ctx, spec = self.context(frame.width, frame.height)
         geom = ctx.letterbox or io_analytics.geometry(spec, frame.width, frame.height, False)

@@ -10,10 +10,21 @@ and on close; a frame without detections still gets its line (``"boxes": []``).
 
 One line per frame::
 
-    {"version": 1, "n": 0, "pts": 0, "time_base": "1/25", "time": 0.0, "width": 64, "height": 64,
+    {"version": 2, "type": "frame", "n": 0, "pts": 0, "time_base": "1/25", "time": 0.0, "width": 64, "height": 64,
      "source": "det.onnx", "boxes": [{"x": 16, "y": 16, "w": 32, "h": 32, "xyxy": [16.0, 16.0, 48.0, 48.0],
      "label": "face", "class_id": 0, "confidence": 0.9, "detect_confidence": [9000, 10000],
-     "classify": [{"label": "happy", "confidence": 0.8, "confidence_q": [8000, 10000]}]}]}
+     "classify": [{"label": "happy", "confidence": 0.8, "confidence_q": [8000, 10000]}],
+     "track_id": 3, "predicted": false}]}
+
+and, at end of stream (or at close, when the run stopped early) when the boxes carried track
+ids (a ``track`` filter upstream) and ``summary=1`` (the default), one line per track (:mod:`avdnn.tracking.summary`)::
+
+    {"version": 2, "type": "track", "track_id": 3, "label": "face", "first_pts": 1, "last_pts": 119,
+     "first_time": 0.033, "last_time": 3.97, "frames": 119, "detected_frames": 119,
+     "mean_confidence": 0.91, "labels": {"face": 119}}
+
+Version 2 added ``type`` and the track lines; a version-1 reader that takes every line as a frame
+must skip lines whose ``type`` is ``"track"``.
 """
 
 from __future__ import annotations
@@ -25,11 +36,12 @@ from typing import IO, Any, ClassVar
 
 from ..errors import InvalidArgumentError, from_errno
 from ..media.frame import Frame
+from ..tracking.summary import TrackSummary
 from .base import Filter
 from .options import Option
 
 #: Bumped when a field changes meaning or disappears (adding fields keeps it).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def frame_record(frame: Frame, n: int) -> dict[str, Any]:
@@ -39,7 +51,7 @@ def frame_record(frame: Frame, n: int) -> dict[str, Any]:
     time = frame.time
     boxes = det.to_dict()["boxes"] if det is not None else []
     return {
-        "version": SCHEMA_VERSION, "n": n, "pts": frame.pts,
+        "version": SCHEMA_VERSION, "type": "frame", "n": n, "pts": frame.pts,
         "time_base": f"{tb.numerator}/{tb.denominator}" if tb is not None else None,
         "time": time if time is None or math.isfinite(time) else None,
         "width": frame.width, "height": frame.height,
@@ -56,6 +68,7 @@ class MetadataJsonlFilter(Filter):
     options: ClassVar[tuple[Option, ...]] = (
         Option("file", "string", None, help="set file where to write the JSON lines (- = stdout)"),
         Option("direct", "bool", False, 0, 1, help="flush after every line"),
+        Option("summary", "bool", True, 0, 1, help="write one line per track at end of stream (avdnn)"),
     )
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
@@ -67,6 +80,7 @@ class MetadataJsonlFilter(Filter):
         self.path = str(path)
         self.direct = bool(values.get("direct"))
         self.count = 0
+        self.summary: TrackSummary | None = TrackSummary() if values.get("summary", True) else None
         try:
             self._out: IO[str] | None = sys.stdout if self.path == "-" else open(  # noqa: SIM115
                 self.path, "w", encoding="utf-8")
@@ -77,18 +91,33 @@ class MetadataJsonlFilter(Filter):
     def filter(self, frame: Frame) -> list[Frame]:
         if self._out is None:
             raise InvalidArgumentError("metadata_jsonl: write after close", filter=self.label)
-        self._out.write(json.dumps(frame_record(frame, self.count), ensure_ascii=False, allow_nan=False) + "\n")
+        self._write(frame_record(frame, self.count))
         self.count += 1
+        if self.summary is not None:
+            self.summary.add(frame.side_data.detections, frame.pts, frame.time)
         if self.direct:
             self._out.flush()
         return [frame]
 
+    def _write(self, record: dict[str, Any]) -> None:
+        assert self._out is not None
+        self._out.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+
+    def _write_summary(self) -> None:
+        """The track lines, once: at end of stream, or at close when the run stopped early (-frames:v)."""
+        summary, self.summary = self.summary, None
+        for rec in summary.records() if summary is not None else ():
+            self._write({"version": SCHEMA_VERSION, "type": "track", **rec.to_dict()})
+
     def flush(self) -> list[Frame]:
         if self._out is not None:
+            self._write_summary()
             self._out.flush()
         return []
 
     def close(self) -> None:
+        if self._out is not None:
+            self._write_summary()
         out, self._out = self._out, None
         if out is not None and out is not sys.stdout:
             out.close()

@@ -7,11 +7,17 @@ uses itself; :meth:`accepts` tells the chain builder to leave every other drawbo
 libavfilter.
 
 * drawbox: for each box with w, h > 0, libavfilter's own drawbox is run with the box's
-  ``x:y:w:h`` and the user's ``color``/``thickness``/``replace`` (one small PyAV graph per
-  frame), so the pixels are FFmpeg's exactly; as FFmpeg, no detections -> a warning
-  ("No detection bboxes.") and the frame passes.
+  ``x:y:w:h`` and the user's ``color``/``thickness``/``replace``, so the pixels are FFmpeg's
+  exactly; as FFmpeg, no detections -> a warning ("No detection bboxes.") and the frame passes.
+  ``track_color=1`` (avdnn) colours each tracked box by its track id from a fixed palette.
 * drawtext: the text of a box is its detect label followed by ", <classify label>" for each
-  classification, drawn at ``x = box.x, y = box.y - fontsize`` (FFmpeg's rule). With a
+  classification, drawn at ``x = box.x, y = box.y - fontsize`` (FFmpeg's rule); a box with a
+  track id gets ``#ID `` in front (avdnn).
+
+The libavfilter graph is built once per parameter set (frame size, format, timing, style) with
+as many drawbox/drawtext nodes as the most boxes seen so far, and reused: each frame's boxes go
+to the nodes as ``process_command`` calls (the options are runtime parameters in libavfilter),
+spare nodes are moved off the frame. With a
   libavfilter that has drawtext (built with freetype) that filter draws it; PyAV's wheels have
   none, so avdnn then rasterises the text with Pillow (``fontfile`` or Pillow's default font)
   and blends it in numpy: same place, colour and size, not the same glyph pixels. Without
@@ -22,11 +28,11 @@ from __future__ import annotations
 
 import errno
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-
-from ..errors import AVERROR, InvalidArgumentError, NotSupportedError, from_av_error
+from ..errors import AVERROR, InvalidArgumentError, from_av_error
 from ..media.frame import Frame
 from .base import Filter
 from .options import INT_MAX, Option
@@ -34,6 +40,12 @@ from .options import INT_MAX, Option
 log = logging.getLogger("avdnn.filters")
 
 SIDE_DATA_BBOXES = "side_data_detection_bboxes"
+
+#: ``track_color`` palette (supervision's default colours): track id modulo its length.
+TRACK_PALETTE: tuple[str, ...] = (
+    "0xA351FB", "0xFF4040", "0xFFA1A0", "0xFF7633", "0xFFB633", "0xD1D435", "0x4CFB12", "0x94CF1A",
+    "0x40DE8A", "0x1BE7FF", "0x00B7EB", "0x3D85C6", "0x006FFF", "0x5E5EFF", "0x8A2BE2", "0xDC5DF0",
+    "0xFF5BD5", "0xFF0080", "0xAB2D5D", "0x8F8F8F")
 
 
 def has_lavfi(name: str) -> bool:
@@ -43,15 +55,14 @@ def has_lavfi(name: str) -> bool:
 
 
 def run_lavfi(frame: Frame, nodes: Sequence[tuple[str, dict[str, str]]]) -> Frame:
-    """``frame`` through libavfilter filters (name, options) in one throwaway graph."""
+    """``frame`` through libavfilter filters (name, options) in one throwaway graph (the tests' reference)."""
     import av
 
     if not nodes:
         return frame
-    args = frame.buffer_args()
     graph = av.filter.Graph()
     try:
-        chain = [graph.add("buffer", args)]
+        chain = [graph.add("buffer", frame.buffer_args())]
         chain += [graph.add(name, **opts) for name, opts in nodes]
         chain.append(graph.add("buffersink"))
         graph.link_nodes(*chain)
@@ -61,9 +72,68 @@ def run_lavfi(frame: Frame, nodes: Sequence[tuple[str, dict[str, str]]]) -> Fram
         out = Frame.from_av(graph.vpull())
     except av.FFmpegError as exc:
         raise from_av_error(exc, pts=frame.pts) from exc
+    return _carry(frame, out)
+
+
+def _carry(frame: Frame, out: Frame) -> Frame:
     out.sample_aspect_ratio = frame.sample_aspect_ratio
     out.side_data = frame.side_data.copy()
     return out
+
+
+class _NodeGraph:
+    """buffer -> N copies of one filter -> buffersink, reused for every frame of one parameter set."""
+
+    def __init__(self, args: str, name: str, style: dict[str, str], spare: dict[str, str], count: int) -> None:
+        import av
+
+        self.graph = av.filter.Graph()
+        src = self.graph.add("buffer", args)
+        self.nodes = [self.graph.add(name, **{**style, **spare}) for _ in range(count)]
+        self.state = [dict(spare) for _ in range(count)]
+        self.spare = spare
+        self.graph.link_nodes(src, *self.nodes, self.graph.add("buffersink"))
+        self.graph.configure()
+
+    def run(self, frame: Frame, per_node: Sequence[dict[str, str]]) -> Frame:
+        for i, node in enumerate(self.nodes):
+            want = per_node[i] if i < len(per_node) else self.spare
+            for key, value in want.items():
+                if self.state[i].get(key) != value:  # only what changed: a command re-evaluates the filter
+                    node.process_command(key, value)
+                    self.state[i][key] = value
+        self.graph.push(frame.to_av())
+        return _carry(frame, Frame.from_av(self.graph.vpull()))
+
+
+class LavfiOverlay:
+    """One filter (drawbox or drawtext) per box, through reused graphs (at most a few parameter sets)."""
+
+    MAX_GRAPHS = 4
+
+    def __init__(self, name: str, style: dict[str, str], spare: dict[str, str]) -> None:
+        self.name, self.style, self.spare = name, style, spare
+        self._graphs: OrderedDict[str, _NodeGraph] = OrderedDict()
+
+    def run(self, frame: Frame, per_node: Sequence[dict[str, str]]) -> Frame:
+        import av
+
+        if not per_node:
+            return frame
+        key = frame.buffer_args()
+        graph = self._graphs.get(key)
+        try:
+            if graph is None or len(graph.nodes) < len(per_node):
+                count = max(len(per_node), len(graph.nodes) * 2 if graph else 1)
+                graph = _NodeGraph(key, self.name, self.style, self.spare, count)
+                self._graphs[key] = graph
+                while len(self._graphs) > self.MAX_GRAPHS:
+                    self._graphs.popitem(last=False)
+            self._graphs.move_to_end(key)
+            return graph.run(frame, per_node)
+        except av.FFmpegError as exc:
+            self._graphs.pop(key, None)
+            raise from_av_error(exc, pts=frame.pts) from exc
 
 
 def _source_given(items: Sequence[tuple[str | None, str]], key: str) -> bool:
@@ -90,6 +160,7 @@ class DrawBoxFilter(Filter):
         Option("thickness", "string", "3", help="set the box thickness", aliases=("t",)),
         Option("replace", "bool", False, 0, 1, help="replace color & alpha"),
         Option("box_source", "string", None, help="use datas from bounding box in side data"),
+        Option("track_color", "bool", False, 0, 1, help="colour tracked boxes by track id (avdnn)"),
     )
 
     @classmethod
@@ -100,9 +171,20 @@ class DrawBoxFilter(Filter):
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
         super().__init__(values, label=label)
         _check_source(values.get("box_source"), "box_source", self.label)
-        self._style = {"color": str(values.get("color", "black")), "t": str(values.get("thickness", "3")),
-                       "replace": "1" if values.get("replace") else "0"}
+        self.color = str(values.get("color", "black"))
+        self.track_color = bool(values.get("track_color"))
+        style = {"t": str(values.get("thickness", "3")), "replace": "1" if values.get("replace") else "0"}
+        spare = {"x": "-16", "y": "-16", "w": "1", "h": "1", "color": self.color}  # off the frame: draws nothing
+        self.overlay = LavfiOverlay("drawbox", style, spare)
         self._warned = False
+
+    def box_color(self, box: Any) -> str:
+        """The user's colour, or the track id's palette colour with ``track_color=1`` (alpha kept)."""
+        if not self.track_color or box.track_id < 0:
+            return self.color
+        alpha = self.color.partition("@")[2]
+        base = TRACK_PALETTE[box.track_id % len(TRACK_PALETTE)]
+        return f"{base}@{alpha}" if alpha else base
 
     def filter(self, frame: Frame) -> list[Frame]:
         det = frame.side_data.detections
@@ -111,17 +193,19 @@ class DrawBoxFilter(Filter):
                 log.warning("%s: No detection bboxes.", self.label)
                 self._warned = True
             return [frame]
-        nodes = [("drawbox", {"x": str(b.x), "y": str(b.y), "w": str(b.w), "h": str(b.h), **self._style})
+        boxes = [{"x": str(b.x), "y": str(b.y), "w": str(b.w), "h": str(b.h), "color": self.box_color(b)}
                  for b in det if b.w > 0 and b.h > 0]  # FFmpeg draws nothing for an empty box
         try:
-            return [run_lavfi(frame, nodes)]
+            return [self.overlay.run(frame, boxes)]
         except InvalidArgumentError as exc:
-            raise exc.with_context(filter=self.label)
+            exc.with_context(filter=self.label)
+            raise
 
 
 def box_text(box: Any) -> str:
-    """FFmpeg's drawtext text for a box: detect label, then ", <label>" per classification."""
-    return "".join([box.detect_label, *(f", {label}" for label, _ in box.classify)])
+    """FFmpeg's drawtext text for a box: detect label, then ", <label>" per classification; "#ID " if tracked."""
+    text = "".join([box.detect_label, *(f", {label}" for label, _ in box.classify)])
+    return f"#{box.track_id} {text}" if getattr(box, "track_id", -1) >= 0 else text
 
 
 class DrawTextFilter(Filter):
@@ -169,11 +253,12 @@ class DrawTextFilter(Filter):
         self.lavfi = has_lavfi("drawtext")
         self._warned = False
         if self.lavfi:
-            self._style = {k: str(int(v)) if isinstance(v, bool) else str(v)
-                           for k in self._PASSED if (v := values.get(k)) is not None}
-            self._style.update(fontsize=str(self.fontsize), box="1" if values.get("box") else "0")
+            style = {k: str(int(v)) if isinstance(v, bool) else str(v)
+                     for k in self._PASSED if (v := values.get(k)) is not None}
+            style.update(fontsize=str(self.fontsize), box="1" if values.get("box") else "0", expansion="normal")
             if values.get("fix_bounds"):
-                self._style["fix_bounds"] = "1"
+                style["fix_bounds"] = "1"
+            self.overlay = LavfiOverlay("drawtext", style, {"text": " ", "x": "-10000", "y": "-10000"})
         else:
             from . import _textdraw
 
@@ -189,20 +274,7 @@ class DrawTextFilter(Filter):
         texts = [(box_text(b), b.x, b.y - self.fontsize) for b in det]
         if not self.lavfi:
             return [self.renderer.draw(frame, texts)]
-        nodes = [("drawtext", {"text": t, "x": str(x), "y": str(y), "expansion": "normal", **self._style})
-                 for t, x, y in texts]
-        return [run_lavfi(frame, nodes)]
+        return [self.overlay.run(frame, [{"text": t, "x": str(x), "y": str(y)} for t, x, y in texts])]
 
 
-def require_pillow(label: str) -> Any:
-    """Pillow, or AVERROR(ENOSYS) naming the install command."""
-    try:
-        from PIL import Image, ImageDraw, ImageFont
-    except ImportError:
-        raise NotSupportedError(
-            "drawtext: this libavfilter has no drawtext (no freetype) and Pillow is not installed to draw the "
-            "labels instead: pip install pillow", filter=label) from None
-    return Image, ImageDraw, ImageFont
-
-
-__all__ = ["SIDE_DATA_BBOXES", "DrawBoxFilter", "DrawTextFilter", "box_text", "run_lavfi"]
+__all__ = ["SIDE_DATA_BBOXES", "TRACK_PALETTE", "DrawBoxFilter", "DrawTextFilter", "box_text", "run_lavfi"]

@@ -23,6 +23,7 @@ KNOWN_FILTERS: dict[str, str] = {
     "drawbox": "overlay_bboxes:DrawBoxFilter",
     "drawtext": "overlay_bboxes:DrawTextFilter",
     "metadata_jsonl": "metadata_jsonl:MetadataJsonlFilter",
+    "track": "track:TrackFilter",
 }
 
 _loaded: dict[str, type[Filter]] = {}

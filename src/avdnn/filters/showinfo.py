@@ -10,6 +10,7 @@ mean:[123 127 129] stdev:[69.8 69.1 72.3]
       side data - Bounding boxes for object detection and classification: source: det.onnx
     index: 0,\tregion: (16, 16) -> (48, 48), label: face, confidence: 9000/10000.
     \t\tclassify:  label: happy, confidence: 8000/10000.
+    \t\ttrack:  id: 3, detected.      (avdnn's: boxes with a track id, after a track filter)
     <an empty line, as FFmpeg logs "\\n" after each side data>
     color_range:unknown color_space:unknown color_primaries:unknown color_trc:unknown
     alpha_mode:unspecified   (formats with alpha or a palette only)
@@ -81,7 +82,7 @@ def _plane_rows(frame: Frame) -> tuple[list[np.ndarray], int, bool]:
     rows = []
     for i, plane in enumerate(av_frame.planes):
         step = sum(-(-c.bits // 8) for c in comps if c.plane == i)
-        raw = np.frombuffer(plane, dtype=np.uint8).reshape(plane.height, plane.line_size)
+        raw = np.frombuffer(memoryview(plane), dtype=np.uint8).reshape(plane.height, plane.line_size)
         rows.append(raw[:, :plane.width * step])
     return rows, depth, av_frame.format.name.endswith("be")
 
@@ -95,10 +96,7 @@ def checksum_text(frame: Frame) -> str:
         data = plane.tobytes()
         planes.append(zlib.adler32(data, 0))
         checksum = zlib.adler32(data, checksum)
-        if depth > 8:
-            samples = plane.view(">u2" if big else "<u2").astype(np.int64)
-        else:
-            samples = plane.astype(np.int64)
+        samples = plane.view(">u2" if big else "<u2").astype(np.int64) if depth > 8 else plane.astype(np.int64)
         count = plane.shape[1] >> (depth > 8)
         count *= plane.shape[0]
         s, s2 = int(samples.sum()), int((samples * samples).sum())
@@ -121,6 +119,8 @@ def detection_lines(det: Any) -> list[str]:
                      f"confidence: {num}/{den}.")
         for (label, _), (cnum, cden) in zip(box.classify, box.classify_confidences, strict=True):
             lines.append(f"\t\tclassify:  label: {label}, confidence: {cnum}/{cden}.")
+        if box.track_id >= 0 or box.predicted:  # avdnn's line: FFmpeg's bbox has no track id
+            lines.append(f"\t\ttrack:  id: {box.track_id}, {'predicted' if box.predicted else 'detected'}.")
     lines.append("")
     return lines
 

@@ -8,7 +8,10 @@ same content as numpy columns so that Python users get vectorised boxes:
 * ``xyxy`` (N, 4) float32: corners in frame pixels, as the parser computed them;
 * ``confidence`` (N,) float32, ``class_id`` (N,) int32 (-1 when unknown);
 * ``labels``: one detect label per box, ``classify``: the per-box classification results;
-* ``source``, ``frame_size`` (w, h) and ``pts``.
+* ``source``, ``frame_size`` (w, h) and ``pts``;
+* ``track_id`` (N,) int32, the object's identity from the ``track`` filter (-1: not tracked, or a
+  track not yet confirmed), and ``predicted`` (N,) bool, True for a box the tracker predicted on
+  a frame the detector skipped (``dnn_detect`` ``interval``) rather than one the detector found.
 
 FFmpeg's integer fields are what showinfo prints and drawbox draws. They come from
 :meth:`Detections.ffmpeg_boxes`: a parser that knows FFmpeg's exact integer box (the YOLO types
@@ -40,6 +43,10 @@ NUM_CLASSIFY = 4
 CONFIDENCE_DEN = 10000
 
 Classification = tuple[str, float]
+
+#: Frame metadata key dnn_detect sets on a frame its ``interval`` skipped (no inference ran):
+#: the ``track`` filter then predicts the boxes instead of updating with an empty frame.
+SKIPPED_KEY = "avdnn.dnn_detect.skipped"
 
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
@@ -93,6 +100,8 @@ class Box:
     confidence: float
     class_id: int
     xyxy: tuple[float, float, float, float]
+    track_id: int = -1
+    predicted: bool = False
 
     @property
     def classify_count(self) -> int:
@@ -131,6 +140,8 @@ class Detections:
     frame_size: tuple[int, int] = (0, 0)
     pts: int | None = None
     ffmpeg_xywh: np.ndarray | None = field(default=None, repr=False)
+    track_id: np.ndarray | Sequence[int] | None = None  # an ndarray once built (see track_ids)
+    predicted: np.ndarray | Sequence[bool] | None = None  # an ndarray once built (see predicted_mask)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -147,6 +158,8 @@ class Detections:
             raise InvalidDataError("Detections.xyxy: expected x1 >= x0 and y1 >= y0 for every box")
         conf = self._column("confidence", self.confidence, np.float32, n)
         cls = self._column("class_id", self.class_id, np.int32, n)
+        tid = self._column("track_id", np.full(n, -1) if self.track_id is None else self.track_id, np.int32, n)
+        pred = self._column("predicted", np.zeros(n, bool) if self.predicted is None else self.predicted, np.bool_, n)
         labels = tuple(self.labels) if self.labels else tuple(str(int(c)) for c in cls)
         if len(labels) != n:
             raise InvalidArgumentError(f"Detections.labels: expected {n} labels (one per box), got {len(labels)}")
@@ -183,6 +196,8 @@ class Detections:
         set_(self, "xyxy", xyxy)
         set_(self, "confidence", conf)
         set_(self, "class_id", cls)
+        set_(self, "track_id", tid)
+        set_(self, "predicted", pred)
         set_(self, "labels", labels)
         set_(self, "classify", classify)
 
@@ -229,6 +244,8 @@ class Detections:
             frame_size=frame_size,
             pts=next((d.pts for d in items if d.pts is not None), None),
             ffmpeg_xywh=np.concatenate([d.ffmpeg_boxes() for d in items]) if explicit else None,
+            track_id=np.concatenate([d.track_ids for d in items]),
+            predicted=np.concatenate([d.predicted_mask for d in items]),
         )
 
     # -- access ---------------------------------------------------------------------------
@@ -272,7 +289,8 @@ class Detections:
             self, xyxy=self.xyxy[idx], confidence=self.confidence[idx], class_id=self.class_id[idx],
             labels=tuple(self.labels[i] for i in idx.tolist()),
             classify=tuple(self.classify[i] for i in idx.tolist()),
-            ffmpeg_xywh=None if self.ffmpeg_xywh is None else self.ffmpeg_xywh[idx])
+            ffmpeg_xywh=None if self.ffmpeg_xywh is None else self.ffmpeg_xywh[idx],
+            track_id=self.track_ids[idx], predicted=self.predicted_mask[idx])
 
     def __iter__(self) -> Iterator[Box]:
         ints = self.ffmpeg_boxes()
@@ -285,7 +303,31 @@ class Detections:
         return Box(x=x, y=y, w=w, h=h, detect_label=self.labels[i],
                    detect_confidence=(int(confidence_num(self.confidence[i])), CONFIDENCE_DEN),
                    classify=self.classify[i], confidence=float(self.confidence[i]),
-                   class_id=int(self.class_id[i]), xyxy=(x0, y0, x1, y1))
+                   class_id=int(self.class_id[i]), xyxy=(x0, y0, x1, y1),
+                   track_id=int(self.track_ids[i]), predicted=bool(self.predicted_mask[i]))
+
+    @property
+    def track_ids(self) -> np.ndarray:
+        """``track_id`` typed for readers: (N,) int32, -1 where a box has no confirmed track."""
+        assert isinstance(self.track_id, np.ndarray)  # filled in __post_init__
+        return self.track_id
+
+    @property
+    def predicted_mask(self) -> np.ndarray:
+        """``predicted`` typed for readers: (N,) bool."""
+        assert isinstance(self.predicted, np.ndarray)  # filled in __post_init__
+        return self.predicted
+
+    @property
+    def tracked(self) -> bool:
+        """Whether any box carries a track id or is a prediction (the record went through a tracker)."""
+        return bool((self.track_ids >= 0).any() or self.predicted_mask.any())
+
+    def with_tracks(self, track_id: np.ndarray | Sequence[int], predicted: np.ndarray | Sequence[bool] | None = None
+                    ) -> Detections:
+        """A new record with these track ids (and predicted flags; default: all detected)."""
+        return dataclasses.replace(self, track_id=np.asarray(track_id),
+                                   predicted=np.zeros(len(self), bool) if predicted is None else np.asarray(predicted))
 
     def ffmpeg_boxes(self) -> np.ndarray:
         """FFmpeg's int ``x, y, w, h`` per box, (N, 4) int32.
@@ -335,6 +377,8 @@ class Detections:
                 and self.labels == other.labels and self.classify == other.classify
                 and np.array_equal(self.xyxy, other.xyxy) and np.array_equal(self.confidence, other.confidence)
                 and np.array_equal(self.class_id, other.class_id)
+                and np.array_equal(self.track_ids, other.track_ids)
+                and np.array_equal(self.predicted_mask, other.predicted_mask)
                 and np.array_equal(self.ffmpeg_boxes(), other.ffmpeg_boxes()))
 
     __hash__ = None  # type: ignore[assignment]
@@ -346,11 +390,14 @@ class Detections:
         xyxy = self.xyxy.tolist()
         conf = self.confidence.tolist()
         cls = self.class_id.tolist()
+        tid = self.track_ids.tolist()
+        pred = self.predicted_mask.tolist()
         boxes = [
             {"x": b[0], "y": b[1], "w": b[2], "h": b[3], "xyxy": xyxy[i], "label": self.labels[i],
              "class_id": cls[i], "confidence": conf[i], "detect_confidence": [nums[i], CONFIDENCE_DEN],
              "classify": [{"label": lb, "confidence": c,
-                           "confidence_q": [int(confidence_num(c)), CONFIDENCE_DEN]} for lb, c in self.classify[i]]}
+                           "confidence_q": [int(confidence_num(c)), CONFIDENCE_DEN]} for lb, c in self.classify[i]],
+             "track_id": tid[i], "predicted": pred[i]}
             for i, b in enumerate(ints)
         ]
         return {"source": self.source, "frame_size": list(self.frame_size), "pts": self.pts, "boxes": boxes}
@@ -370,6 +417,8 @@ class Detections:
                 frame_size=tuple(data.get("frame_size", (0, 0))),
                 pts=data.get("pts"),
                 ffmpeg_xywh=np.array([[b["x"], b["y"], b["w"], b["h"]] for b in boxes], dtype=np.int32).reshape(-1, 4),
+                track_id=np.array([b.get("track_id", -1) for b in boxes], dtype=np.int32),
+                predicted=np.array([bool(b.get("predicted", False)) for b in boxes], dtype=bool),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InvalidArgumentError | InvalidDataError):
@@ -377,5 +426,5 @@ class Detections:
             raise InvalidDataError(f"Detections.from_dict: malformed record ({type(exc).__name__}: {exc})") from exc
 
 
-__all__ = ["CONFIDENCE_DEN", "LABEL_MAX_SIZE", "NUM_CLASSIFY", "SOURCE_MAX_SIZE", "Box", "Classification",
-           "Detections", "confidence_num", "to_c_int", "truncate_utf8"]
+__all__ = ["CONFIDENCE_DEN", "LABEL_MAX_SIZE", "NUM_CLASSIFY", "SKIPPED_KEY", "SOURCE_MAX_SIZE", "Box",
+           "Classification", "Detections", "confidence_num", "to_c_int", "truncate_utf8"]

@@ -1,0 +1,13 @@
+"""Object tracking: tracker adapters behind one interface, and per-object summaries.
+
+Beside :mod:`avdnn.dnn` in the layers: filters use it, it never imports filters or graph.
+The ``track`` filter (:mod:`avdnn.filters.track`) is its user; docs/tracking.md the manual.
+"""
+
+from __future__ import annotations
+
+from .base import KNOWN_TRACKERS, PARAMETERS, Tracker, TrackerSpec, create_tracker, list_trackers, register_tracker
+from .summary import TrackRecord, TrackSummary
+
+__all__ = ["KNOWN_TRACKERS", "PARAMETERS", "TrackRecord", "TrackSummary", "Tracker", "TrackerSpec", "create_tracker",
+           "list_trackers", "register_tracker"]
