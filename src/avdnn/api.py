@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, overload
 
 from .errors import InvalidArgumentError
 from .graph.pipeline import Pipeline, ProgressFn
-from .graph.plan import StreamOptions, build_sides, select_streams
+from .graph.plan import StreamOptions, build_sides, plan_metadata, select_streams
 
 __all__ = ["FrameStream", "StreamOptions", "open_source", "run"]
 from .graph.stats import RunStats
@@ -115,6 +115,7 @@ def run(
     recording_time: int | float | str | None = None,
     stop_time: int | float | str | None = None,
     format_options: dict[str, str] | None = None,
+    size: tuple[int, int] | str | None = None,
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
 
@@ -154,7 +155,8 @@ def run(
         sink = Sink(output, format=format, codec=None if video_codec == "copy" else video_codec, pix_fmt=pix_fmt,
                     rate=rate, overwrite=overwrite,
                     bitexact=bitexact, codec_options=codec_options, fps_mode=fps_mode, metadata=metadata,
-                    start_time=start_us, recording_time=rec_us, format_options=format_options)
+                    start_time=start_us, recording_time=rec_us, format_options=format_options,
+                    size=_size(size))
     except BaseException:
         source.close()
         raise
@@ -197,13 +199,21 @@ def _check_output_options(*, rate: Fraction | float | str | None, fps_mode: str,
     return out
 
 
+def _size(size: tuple[int, int] | str | None) -> tuple[int, int] | None:
+    if size is None or isinstance(size, tuple):
+        return size
+    from .media.values import parse_size
+
+    return parse_size(size)
+
+
 def _duration(value: int | float | str | None, option: str) -> int | None:
     """An ffmpeg duration in microseconds: an int is microseconds, a float seconds, a str ffmpeg's text."""
     if value is None or isinstance(value, int):
         return value
     if isinstance(value, float):
         return round(value * 1_000_000)
-    from .media.duration import parse_duration
+    from .media.values import parse_duration
 
     return parse_duration(value, option)
 
@@ -216,12 +226,12 @@ def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, v
     opts = given if given is not None else StreamOptions()
     opts.maps = opts.maps or list(map or [])
     opts.vn, opts.an, opts.sn, opts.dn = opts.vn or vn, opts.an or an, opts.sn or sn, opts.dn or dn
-    for spec, value in (("v", codec), ("a", audio_codec), ("s", subtitle_codec)):
-        if value is not None:
-            opts.codecs.setdefault(spec, value)
-    for name, value in (("b", audio_bitrate), ("ar", audio_rate), ("ac", audio_channels)):
-        if value is not None:
-            opts.per_stream.setdefault((name, "a"), str(value))
+    for spec, name in (("v", codec), ("a", audio_codec), ("s", subtitle_codec)):
+        if name is not None:
+            opts.codecs.setdefault(spec, name)
+    for key, number in (("b", audio_bitrate), ("ar", audio_rate), ("ac", audio_channels)):
+        if number is not None:
+            opts.per_stream.setdefault((key, "a"), str(number))
     opts.audio_filters = opts.audio_filters or audio_filters
     return opts
 
@@ -244,7 +254,11 @@ def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bite
     source.use_video(None if video is None else video.index)
     sides = build_sides(streams, opts, video_stream=video, offset=source.offset, bitexact=bitexact,
                         defaults=defaults, chain_given=chain_given)
-    sink.set_streams(sides, None if video is None else streams.index(video))
+    if sink.muxer_name not in ("md5", "framemd5", "hash", "framehash", "crc", "framecrc"):
+        sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
+            streams, sides, opts, container=source.container, global_tags=sink.metadata,
+            bitexact=sink.bitexact, video_encoder=None if video is None else sink.codec_name)
+    sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
 
 
 class _Limited(FrameStream):

@@ -62,6 +62,7 @@ class Args:
     start_time: int | None = None
     recording_time: int | None = None
     stop_time: int | None = None
+    size: tuple[int, int] | None = None
     output: str | None = None
 
 
@@ -71,7 +72,8 @@ _FILE_BOOLS = {"bitexact", "vn", "an", "sn", "dn"}
 #: Options that take a value and are avdnn's own (ffmpeg_opt.c names); the rest are AVOptions.
 _GLOBAL_VALUES = {"loglevel", "v"}
 _OUTPUT_VALUES = {"vf", "filter", "af", "frames", "vframes", "c", "codec", "vcodec", "acodec", "scodec",
-                  "pix_fmt", "r", "f", "fps_mode", "vsync", "map", "metadata", "b", "ar", "ac", "ss", "t", "to"}
+                  "pix_fmt", "r", "f", "fps_mode", "vsync", "map", "metadata", "b", "ar", "ac", "ss", "t", "to",
+                  "map_metadata", "map_chapters", "s"}
 
 
 def _split(tok: str) -> tuple[str, str]:
@@ -189,7 +191,7 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
     elif name == "map":
         st.maps.append(val)
     elif name in ("ss", "t", "to"):
-        from .media.duration import parse_duration
+        from .media.values import parse_duration
 
         us = parse_duration(val, name)
         if name == "ss":
@@ -199,13 +201,22 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
         else:
             a.stop_time = us
     elif name == "metadata":
-        if spec:
-            raise NotSupportedError(f"-metadata:{spec}: per-stream metadata is not supported yet",
-                                    option=f"metadata:{spec}")
         key, sep, v = val.partition("=")
         if not sep:
             raise InvalidArgumentError(f"Invalid metadata '{val}': expected key=value", option="metadata")
-        a.metadata[key] = v
+        if not spec or spec == "g":
+            a.metadata[key] = v
+        elif spec.startswith("s"):  # -metadata:s:a:0, -metadata:s:v, -metadata:s:1
+            st.stream_metadata.setdefault(spec[2:], {})[key] = v
+        else:
+            raise NotSupportedError(f"-metadata:{spec}: chapter and program metadata are not supported yet",
+                                    option=f"metadata:{spec}")
+    elif name in ("map_metadata", "map_chapters"):
+        setattr(st, name, val)
+    elif name == "s" and spec in ("", "v"):
+        from .media.values import parse_size
+
+        a.size = parse_size(val)
     elif name in ("b", "ar", "ac"):
         if name == "b" and spec in ("", "v", "v:0"):
             a.codec_options["b"] = val
@@ -242,6 +253,7 @@ def run_kwargs(args: Args) -> dict[str, Any]:
         "format_options": args.format_options,
         "fps_mode": args.fps_mode, "stream_options": args.streams, "metadata": args.metadata or None,
         "start_time": args.start_time, "recording_time": args.recording_time, "stop_time": args.stop_time,
+        "size": args.size,
     }
 
 

@@ -36,6 +36,8 @@ BBB_CASES = {
     "copy_others_of_a_chain": ["-vf", "scale=64:-2", "-c:a", "copy", "-t", "1"],
     "opus_downmix": ["-t", "1", "-vn", "-c:a", "libopus", "-ac", "2", "-ar", "24000"],
     "af": ["-t", "1", "-vn", "-af", "volume=0.5", "-ac", "2"],
+    "out_size": ["-t", "0.5", "-s", "64x36", "-c:a", "copy"],
+    "out_size_name_and_chain": ["-t", "0.5", "-s", "qvga", "-vf", "hflip"],
 }
 
 MKV_CASES = {
@@ -178,3 +180,34 @@ def test_dnn_identity_chain_with_audio_copy_is_ffmpegs_bytes(ffmpeg: str, clip: 
     assert want.rc == 0 and got.rc == 0, got.err
     assert got.out.decode() == want.out.decode()
     assert "#codec_id 1: aac" in got.out.decode()
+
+
+def _tags(ffmpeg: str, path: Path) -> list[str]:
+    """The input banner of ``path`` as ffmpeg prints it, without lines that carry a build's version."""
+    probe = subprocess.run([ffmpeg, "-hide_banner", "-i", str(path)], capture_output=True, text=True, check=False)
+    skip = ("Input #", "Duration", "DURATION", "ENCODER", "encoder", "At least one output")
+    return [line for line in probe.stderr.splitlines() if not any(k in line for k in skip)]
+
+
+@pytest.mark.parametrize("extra", [
+    ["-c", "copy", "-metadata", "artist=Me", "-metadata:s:a:0", "language=fre"],
+    ["-c", "copy", "-map_metadata", "-1", "-map_chapters", "-1"],
+    ["-c:v", "mpeg4", "-c:a", "copy", "-metadata", "title="],
+])
+def test_metadata_and_chapters_as_ffmpeg(extra: list[str], ffmpeg: str, tmp_path: Path) -> None:
+    """Global tags, stream tags and chapters are copied as ffmpeg copies them; -metadata and -map_* apply."""
+    src = tmp_path / "tagged.mkv"
+    meta = tmp_path / "chapters.txt"
+    meta.write_text(";FFMETADATA1\ntitle=Hello\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n"
+                    "[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=2000\ntitle=Two\n")
+    made = run_ffmpeg(ffmpeg, ["-f", "lavfi", "-i", "testsrc=d=2:s=64x48", "-f", "lavfi", "-i", "sine=d=2",
+                               "-i", str(meta), "-map", "0", "-map", "1", "-map_metadata", "2", "-map_chapters", "2",
+                               "-metadata:s:a:0", "language=ger", "-c:v", "mpeg4", "-c:a", "libopus", str(src)])
+    assert made.rc == 0, made.err
+    ours, theirs = tmp_path / "a.mkv", tmp_path / "f.mkv"
+    assert run_ffmpeg(ffmpeg, ["-i", str(src), *extra, str(theirs)]).rc == 0
+    res = run_cli(["-hide_banner", "-loglevel", "error", "-i", str(src), *extra, str(ours)])
+    assert res.rc == 0, res.err
+    want = _tags(ffmpeg, theirs)
+    assert any("Chapter" in line for line in _tags(ffmpeg, src))
+    assert _tags(ffmpeg, ours) == want

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -159,7 +159,7 @@ class Pipeline:
             self._taken += 1
             yield frame
 
-    def frames(self) -> Iterator[Frame]:
+    def frames(self) -> Generator[Frame, None, None]:
         """The frames leaving the chain, in order; closes everything when exhausted or closed."""
         it: Iterator[Frame] = self._read()
         if self.threaded:
@@ -220,7 +220,7 @@ class Pipeline:
             if isinstance(exc, AvdnnError):
                 self.stats.error = self.stats.error or exc
             with contextlib.suppress(AttributeError, TypeError):
-                exc.stats = self.stats  # type: ignore[union-attr] # the CLI prints them (Ctrl-C, a bug)
+                setattr(exc, "stats", self.stats)  # noqa: B010 - any exception: the CLI prints them (Ctrl-C, a bug)
             self.report()
             raise exc
         frames.close()
@@ -339,6 +339,8 @@ def _output_format_tail(sink: Sink | None) -> list[FilterSpec]:
     if ranges:
         args.append("color_ranges=" + "|".join(ranges))
     tail = [FilterSpec("format", None, ":".join(args))] if args else []
+    if sink.size is not None:  # output -s: ffmpeg's autoscale, before the format filter
+        tail.insert(0, FilterSpec("scale", "out", f"{sink.size[0]}:{sink.size[1]}"))
     trim = sink.trim_filter()
     if trim is not None:  # output -ss/-t: ffmpeg's insert_trim, after the format filter
         tail.append(FilterSpec(trim[0], "trim_out", trim[1]))

@@ -97,6 +97,11 @@ class StreamOptions:
     #: per-stream encoder options by (name, specifier): ``-b:a 128k`` is ("b", "a")
     per_stream: dict[tuple[str, str], str] = field(default_factory=dict)
     audio_filters: str = ""
+    #: -map_metadata / -map_chapters: "0" (the input, ffmpeg's default) or "-1" (none)
+    map_metadata: str = "0"
+    map_chapters: str = "0"
+    #: -metadata:s:SPEC key=value, by stream specifier ("a:0", "v", "s"...)
+    stream_metadata: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def lookup(self, table: dict[str, str], media_type: str, nth: int) -> str | None:
         """ffmpeg's rule: the most specific specifier matching the output stream wins."""
@@ -235,6 +240,48 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
             filters=_parse_audio_chain(opts.audio_filters), filters_text=opts.audio_filters,
         ))
     return sides
+
+
+def plan_metadata(streams: list[Any], sides: list[SidePath], opts: StreamOptions, *, container: Any,
+                  global_tags: dict[str, str], bitexact: bool, video_encoder: str | None) -> tuple[
+                      dict[str, str], dict[int, dict[str, str]], list[Any]]:
+    """Global tags, per-stream tags and chapters of the output, as ffmpeg copies and sets them.
+
+    Input global tags and each stream's tags are copied (``-map_metadata -1``: none), ``encoder``
+    names avdnn's libavformat and each stream's encoder unless bitexact (then "Lavc NAME"), the
+    output's ``-metadata`` wins, and the input's chapters are copied (``-map_chapters -1``: none).
+    """
+    import av
+
+    for flag, name in ((opts.map_metadata, "map_metadata"), (opts.map_chapters, "map_chapters")):
+        if flag not in ("0", "-1"):
+            raise NotSupportedError(f"-{name} {flag}: only 0 (the input) and -1 (none) are supported",
+                                    option=name)
+    lavf = "Lavf" + ".".join(str(x) for x in av.library_versions["libavformat"])
+    lavc = "Lavc" + ("" if bitexact else ".".join(str(x) for x in av.library_versions["libavcodec"]))
+    # AVDictionary keys are case-insensitive: Matroska's ENCODER is ffmpeg's encoder
+    tags = {} if opts.map_metadata == "-1" else {k: v for k, v in container.metadata.items() if k.lower() != "encoder"}
+    if not bitexact:
+        tags["encoder"] = lavf
+    tags.update(global_tags)
+    per_stream: dict[int, dict[str, str]] = {}
+    counts: dict[str, int] = {}
+    encoders = {side.out_index: side.codec_name for side in sides if not isinstance(side, CopyPath)}
+    for index, stream in enumerate(streams):
+        nth = counts.get(stream.type, 0)
+        counts[stream.type] = nth + 1
+        st_tags = {} if opts.map_metadata == "-1" else {
+            k: v for k, v in stream.metadata.items() if k.lower() not in ("encoder", "duration")}
+        enc = encoders.get(index) or (video_encoder if stream.type == "video" and index not in
+                                      [s.out_index for s in sides] else None)
+        if enc is not None:
+            st_tags["encoder"] = f"{lavc} {enc}"
+        letter = {"video": "v", "audio": "a", "subtitle": "s", "data": "d", "attachment": "t"}[stream.type]
+        for spec in ("", letter, f"{letter}:{nth}", str(index)):
+            st_tags.update(opts.stream_metadata.get(spec, {}))
+        per_stream[index] = st_tags
+    chapters = [] if opts.map_chapters == "-1" else list(container.chapters())
+    return tags, per_stream, chapters
 
 
 def _number(text: str, name: str) -> int:

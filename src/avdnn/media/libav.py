@@ -29,7 +29,7 @@ from avdnn import errors
 __all__ = [
     "AudioChainInfo", "ChainInfo", "FilterInfo", "OptionInfo", "filter_description", "filter_info",
     "filter_is_source", "filter_option_names", "filter_options", "av_option_owner", "option_consts",
-    "probe_audio_chain", "probe_chain", "encoder_channel_layouts", "encoder_color_ranges",
+    "probe_audio_chain", "probe_chain", "encoder_channel_layouts", "encoder_color_ranges", "parse_video_size",
 ]
 
 _P = ctypes.c_void_p
@@ -409,6 +409,18 @@ _avcodec: ctypes.CDLL | None = None
 _COLOR_RANGES = {1: "tv", 2: "pc"}
 _AV_CODEC_CONFIG_CHANNEL_LAYOUT = 4
 _AV_CODEC_CONFIG_COLOR_RANGE = 5
+
+
+def parse_video_size(text: str) -> tuple[int, int] | None:
+    """libavutil's av_parse_video_size: ``WxH`` or an abbreviation; None when it cannot parse it."""
+    avu, _ = _load()
+    w, h = ctypes.c_int(0), ctypes.c_int(0)
+    fn = avu.av_parse_video_size
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
+                                             ctypes.c_char_p]
+    if fn(ctypes.byref(w), ctypes.byref(h), text.encode()) < 0:
+        return None
+    return w.value, h.value
 
 
 _classes: dict[str, int] | None = None

@@ -92,6 +92,8 @@ class SidePath:
 
     media_type: str
     codec_name: str
+    #: The time base of the packets this path hands to the output.
+    time_base: Fraction
 
     def __init__(self, stream: Any, out_index: int, *, offset: Fraction = Fraction(0), label: str = "") -> None:
         self.stream = stream
@@ -140,10 +142,7 @@ class CopyPath(SidePath):
         self._started = False
 
     def add_output(self, container: Any) -> Any:
-        out = container.add_stream_from_template(self.stream)
-        if self.stream.metadata:
-            out.metadata.update(self.stream.metadata)
-        return out
+        return container.add_stream_from_template(self.stream)
 
     def hash_stream(self) -> Any:
         from .hashmux import HashStream
@@ -295,8 +294,6 @@ class AudioEncodePath(SidePath):
     def add_output(self, container: Any) -> Any:
         out = container.add_stream(self.codec_name, rate=self.info.sample_rate)
         self._configure(out.codec_context)
-        if self.stream.metadata:
-            out.metadata.update({k: v for k, v in self.stream.metadata.items() if k != "encoder"})
         self.encoder = out.codec_context
         return out
 

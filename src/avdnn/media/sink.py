@@ -83,6 +83,7 @@ class Sink:
         start_time: int | None = None,
         recording_time: int | None = None,
         format_options: dict[str, str] | None = None,
+        size: tuple[int, int] | None = None,
     ) -> None:
         import av
 
@@ -91,6 +92,8 @@ class Sink:
         #: Output -ss and -t (-to minus -ss), in microseconds, as ffmpeg's OptionsContext keeps them.
         self.start_time = start_time
         self.recording_time = recording_time
+        #: Output -s WxH: the chain's frames are scaled to this size, as ffmpeg's autoscale does.
+        self.size = size
         self._hash: HashMuxer | None = None
         self._container: Any = None
         self.set_streams((), 0)  # replaced below; set so that abort() works at any point
@@ -115,8 +118,6 @@ class Sink:
         self._durations: dict[int, int] = {}
         self._closed = False
         self._file: Any = None
-        self._hash: HashMuxer | None = None
-        self._container: Any = None
         if isinstance(target, str) and target != "-":
             self._check_path(target, overwrite)
         file: Any = sys.stdout.buffer if target == "-" else target
@@ -155,8 +156,9 @@ class Sink:
         except (av.FFmpegError, ValueError) as exc:
             self.abort()
             raise NotFoundError(f"Unknown encoder '{self.codec_name}'", file=self.name) from exc
-        if self._container is not None and self.metadata:
-            self._container.metadata.update(self.metadata)
+        #: Metadata of the output's streams by output index, and chapters (set by the run plan).
+        self.stream_metadata: dict[int, dict[str, str]] = {}
+        self.chapters: list[Any] = []
         self.set_streams(sides, video_index)
 
     def set_streams(self, sides: Sequence[SidePath], video_index: int | None = 0) -> None:
@@ -188,6 +190,19 @@ class Sink:
             except BaseException:
                 self.abort()
                 raise
+
+    def _write_metadata(self) -> None:
+        """Global and per-stream metadata and chapters, as the plan decided (ffmpeg's -map_metadata)."""
+        self._container.metadata.update(self.metadata)
+        for key in [k for k, v in self.metadata.items() if v == ""]:  # -metadata key= deletes it
+            del self._container.metadata[key]
+        for index, tags in self.stream_metadata.items():
+            out = self._out_streams[index]
+            out.metadata.update(tags)
+            for key in [k for k, v in tags.items() if v == ""]:
+                del out.metadata[key]
+        if self.chapters:
+            self._container.set_chapters(self.chapters)
 
     def default_codec(self, media_type: str) -> str | None:
         """The muxer's default encoder for a stream type (what ffmpeg picks without -c)."""
@@ -285,6 +300,12 @@ class Sink:
         color = frame._color_props()
         if color is not None:
             enc.color_range, enc.colorspace, enc.color_primaries, enc.color_trc = color
+        # ffmpeg's enc_open: the field order from the first frame (progressive unless interlaced)
+        src = frame._av
+        if src is not None and src.interlaced_frame:
+            enc.field_order = 2 if src.top_field_first else 3  # AV_FIELD_TT / AV_FIELD_BB
+        else:
+            enc.field_order = 1  # AV_FIELD_PROGRESSIVE
         if stream is not None:
             enc.open(strict=False)
             self._enc = stream
@@ -315,6 +336,7 @@ class Sink:
         if self._hash is not None:
             self._hash.write_header(hash_streams)
         else:
+            self._write_metadata()
             self._container.start_encoding()
         self.ready = True
         self._interleaver.start()

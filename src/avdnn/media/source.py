@@ -92,6 +92,11 @@ class Source:
         self.video = True
 
     @property
+    def container(self) -> Any:
+        """PyAV's input container (its global metadata and chapters are copied to outputs)."""
+        return self._container
+
+    @property
     def streams(self) -> Any:
         """PyAV's streams of the input, for stream selection and the side streams."""
         return self._container.streams

@@ -1,7 +1,9 @@
-"""ffmpeg's time durations (``-ss``, ``-t``, ``-to``): libavutil's av_parse_time, in microseconds.
+"""ffmpeg's value syntaxes on the command line: durations and video sizes.
 
-``[-][HH:]MM:SS[.m...]`` or ``[-]S+[.m...][s|ms|us]``; integer microseconds as ffmpeg keeps
-them (AV_TIME_BASE), so trims and offsets are exact and match its arithmetic.
+Durations (``-ss``, ``-t``, ``-to``) as libavutil's av_parse_time reads them:
+``[-][HH:]MM:SS[.m...]`` or ``[-]S+[.m...][s|ms|us]``, in integer microseconds as ffmpeg keeps
+them (AV_TIME_BASE), so trims and offsets are exact and match its arithmetic. Sizes (``-s``) by
+libavutil's own av_parse_video_size (``WxH``, ``hd720``, ``vga``...).
 """
 
 from __future__ import annotations
@@ -41,3 +43,13 @@ def _micros(frac: str | None) -> int:
 
 def seconds(us: int) -> Fraction:
     return Fraction(us, 1_000_000)
+
+
+def parse_size(text: str, option: str = "s") -> tuple[int, int]:
+    """``-s`` as av_parse_video_size reads it (``WxH`` or a name such as ``hd720``)."""
+    from .libav import parse_video_size
+
+    size = parse_video_size(text)
+    if size is None:
+        raise InvalidArgumentError(f"Invalid frame size: {text}.", option=option)
+    return size
