@@ -211,3 +211,38 @@ def test_metadata_and_chapters_as_ffmpeg(extra: list[str], ffmpeg: str, tmp_path
     want = _tags(ffmpeg, theirs)
     assert any("Chapter" in line for line in _tags(ffmpeg, src))
     assert _tags(ffmpeg, ours) == want
+
+
+def test_a_slow_chain_neither_desyncs_nor_grows_the_audio_buffers(clip: dict[str, str], register,  # type: ignore[no-untyped-def]
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain 10x slower than decoding: the audio waits with the video, its buffer stays bounded."""
+    import time as _time
+
+    from avdnn.filters.base import Filter
+    from avdnn.media import sink as sink_module
+
+    class _Slow(Filter):
+        name = "avdnn_test_slow"
+        description = "Sleeps 15 ms a frame."
+
+        def filter(self, frame):  # type: ignore[no-untyped-def]
+            _time.sleep(0.015)
+            return (frame,)
+
+    register(_Slow)
+    peaks: list[int] = []
+    real_close = sink_module.Sink.close
+
+    def close(self):  # type: ignore[no-untyped-def]
+        peaks.append(self.packets_held_peak)
+        real_close(self)
+
+    monkeypatch.setattr(sink_module.Sink, "close", close)
+    args = ["-i", clip["bigbuckbunny"], "-c:a", "copy", "-vf", "scale=64:36,avdnn_test_slow", "-t", "3"]
+    res = run_cli(["-hide_banner", "-loglevel", "error", *args, *FMD5])
+    assert res.rc == 0, res.err
+    fast = run_cli(["-hide_banner", "-loglevel", "error", "-i", clip["bigbuckbunny"], "-c:a", "copy",
+                    "-vf", "scale=64:36", "-t", "3", *FMD5])
+    assert res.out == fast.out  # same packets, same interleaving: nothing desynchronised
+    # 3 s of audio is 141 packets; the interleaver held only what the video pipeline's depth allows
+    assert peaks and peaks[0] <= 48, peaks  # measured: 21 (slow) and 24 (fast)

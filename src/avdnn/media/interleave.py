@@ -63,6 +63,8 @@ class Interleaver:
         self._limited: set[int] = set()
         self.written = [0] * n
         self.dropped_at_cut = [0] * n
+        #: The most packets ever waiting here at once (what a slow chain makes the other streams hold).
+        self.peak = 0
 
     def start(self) -> None:
         """The header is written: packets may leave."""
@@ -88,6 +90,7 @@ class Interleaver:
             self._seq += 1
             bisect.insort(self._buf, _Entry(time, index, self._seq, end, packet))
             self._queued[index] += 1
+            self.peak = max(self.peak, len(self._buf))
             self._release(False)
 
     def end(self, index: int) -> None:

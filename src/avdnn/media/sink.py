@@ -427,6 +427,11 @@ class Sink:
         return self._interleaver.ended(side.out_index)
 
     @property
+    def packets_held_peak(self) -> int:
+        """The most packets the interleaver ever held at once (bounded by the video pipeline's depth)."""
+        return self._interleaver.peak
+
+    @property
     def frame_limit_reached(self) -> bool:
         return self._interleaver.cut is not None
 
