@@ -155,6 +155,24 @@ def test_file_outputs_carry_ffmpegs_packets(container: str, ffmpeg: str, clip: d
         assert _packets(ffmpeg, ours, "0:v") == _packets(ffmpeg, theirs, "0:v")
 
 
+def test_subtitles_are_converted_as_ffmpeg_converts_them(ffmpeg: str, multi_mkv: str, tmp_path: Path) -> None:
+    """Matroska to Matroska: SubRip becomes ASS (the muxer's default), packet for packet as ffmpeg's."""
+    ours, theirs = tmp_path / "a.mkv", tmp_path / "f.mkv"
+    args = ["-i", multi_mkv, "-map", "0", "-c:v", "copy", "-c:a", "copy"]
+    assert run_ffmpeg(ffmpeg, [*args, str(theirs)]).rc == 0
+    res = run_cli(["-hide_banner", "-loglevel", "error", *args, str(ours)])
+    assert res.rc == 0, res.err
+
+    def subs(path: Path) -> str:
+        text = _packets(ffmpeg, path, "0:s")
+        return "\n".join(line for line in text.splitlines() if not line.startswith("#extradata"))  # Lavc version
+
+    assert "#codec_id 0: ass" in subs(theirs)
+    assert subs(ours) == subs(theirs)
+    for stream in ("0:v", "0:a:0", "0:a:1"):
+        assert _packets(ffmpeg, ours, stream) == _packets(ffmpeg, theirs, stream)
+
+
 def test_stream_metadata_is_kept(ffmpeg: str, multi_mkv: str, tmp_path: Path) -> None:
     out = tmp_path / "o.mkv"
     res = run_cli(["-hide_banner", "-loglevel", "error", "-i", multi_mkv, "-map", "0:a", "-c", "copy", str(out)])

@@ -11,9 +11,11 @@ ffmpeg's rules (fftools/ffmpeg_mux_init.c), reproduced:
 * per stream, ``-c[:SPEC]`` (``copy`` or an encoder; the most specific specifier wins, as in
   ffmpeg) and, for audio, ``-b:a``, ``-ar``, ``-ac``, ``-af``.
 
-The video stream goes through the chain; the others go around it (:mod:`avdnn.media.sidepath`).
-Deliberate differences, documented: ``-c copy`` together with ``-vf`` copies the streams that are
-not filtered (ffmpeg refuses the pair); data streams are taken only when mapped.
+The video stream goes through the chain; the others go around it (:mod:`avdnn.media.sidepath`):
+audio and subtitles are copied or encoded (SubRip to ASS in Matroska, as ffmpeg converts them),
+data and attachments copied. Deliberate differences, documented: ``-c copy`` together with ``-vf``
+copies the streams that are not filtered (ffmpeg refuses the pair); data streams are taken only
+when mapped; one video stream per output goes through the chain (others only with ``-c:v copy``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgumentError, NotSupportedError
-from ..media.sidepath import AudioEncodePath, CopyPath, SidePath
+from ..errors import AVERROR_ENCODER_NOT_FOUND, InvalidArgumentError, NotFoundError, NotSupportedError
+from ..media.sidepath import AudioEncodePath, CopyPath, SidePath, SubtitleEncodePath
 
 _TYPES = {"v": "video", "V": "video", "a": "audio", "s": "subtitle", "d": "data", "t": "attachment"}
 _MAP_RE = re.compile(r"^(?P<neg>-)?(?P<file>\d+)(?::(?P<spec>[^?]*))?(?P<opt>\?)?$")
@@ -214,12 +216,15 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
                                            option="c:v")
             continue
         label = f"0:{stream.index} {stream.type}"
-        if stream.type == "subtitle" and codec not in (None, "copy"):
-            raise NotSupportedError(f"subtitle encoding (-c:s {codec}) is not supported yet: use -c:s copy or -sn",
+        if stream.type == "subtitle" and codec != "copy":
+            codec = codec or defaults.get("subtitle")
+            if not codec:
+                raise NotFoundError("Automatic encoder selection failed: the output format has no default "
+                                    "subtitle encoder; choose one with -c:s", code=AVERROR_ENCODER_NOT_FOUND,
                                     option="c:s")
-        if stream.type in ("subtitle", "data", "attachment") or codec == "copy":
-            # Deliberate difference: a subtitle stream is copied, where ffmpeg would convert it to
-            # the muxer's default subtitle codec (subrip -> ass in Matroska).
+            sides.append(SubtitleEncodePath(stream, out_index, codec=codec, offset=offset, label=label))
+            continue
+        if stream.type in ("data", "attachment") or codec == "copy":
             sides.append(CopyPath(stream, out_index, offset=offset, label=label))
             continue
         if stream.type == "video":
