@@ -7,7 +7,7 @@ with ``output=`` it writes them and returns the frame accounting. Heavy runtimes
 
 from __future__ import annotations
 
-from .api import FrameStream, run
+from .api import FrameStream, StreamOptions, open, run  # noqa: A004 - avdnn.open, as av.open
 from .errors import (
     AvdnnError,
     BackendUnavailableError,
@@ -49,7 +49,9 @@ __all__ = [
     "PermissionDeniedError",
     "RunStats",
     "SideData",
+    "StreamOptions",
     "TrackSummary",
     "__version__",
+    "open",
     "run",
 ]

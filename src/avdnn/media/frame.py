@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import cast, TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -221,7 +221,7 @@ def _av_planes(frame: av.VideoFrame, spec: PixFmt) -> list[np.ndarray]:
     itemsize = spec.dtype.itemsize
     for plane, pspec in zip(frame.planes, spec.planes, strict=True):
         w, h = pspec.size(frame.width, frame.height)
-        raw = np.frombuffer(plane, dtype=np.uint8)
+        raw = np.frombuffer(cast(Any, plane), dtype=np.uint8)  # a plane is a buffer; PyAV's stubs do not say so
         rows = raw[: plane.line_size * h].reshape(h, plane.line_size)
         row_bytes = w * pspec.channels * itemsize
         arr = rows[:, :row_bytes].view(spec.dtype)

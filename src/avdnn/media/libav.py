@@ -314,10 +314,10 @@ def _default(o: _AVOption, kind: str, array: bool) -> str | float | int | None:
             ptr = ctypes.c_void_p.from_address(ptr).value
         return ctypes.string_at(ptr).decode("utf-8", "replace") if ptr else None
     if kind in _DBL_TYPES:
-        return ctypes.c_double.from_buffer(ctypes.c_int64(raw)).value
+        return float(ctypes.c_double.from_buffer(ctypes.c_int64(raw)).value)
     if kind == "uint64":
-        return raw & 0xFFFFFFFFFFFFFFFF
-    return raw
+        return int(raw) & 0xFFFFFFFFFFFFFFFF
+    return int(raw)
 
 
 def filter_info(name: str) -> FilterInfo | None:

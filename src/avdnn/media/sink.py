@@ -303,7 +303,8 @@ class Sink:
         # ffmpeg's enc_open: the field order from the first frame (progressive unless interlaced)
         src = frame._av
         if src is not None and src.interlaced_frame:
-            enc.field_order = 2 if src.top_field_first else 3  # AV_FIELD_TT / AV_FIELD_BB
+            # AV_FIELD_TT / AV_FIELD_BB (PyAV 18 does not expose top_field_first: top first, the common case)
+            enc.field_order = 2 if getattr(src, "top_field_first", True) else 3
         else:
             enc.field_order = 1  # AV_FIELD_PROGRESSIVE
         if stream is not None:
