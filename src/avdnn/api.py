@@ -57,9 +57,15 @@ def open_source(
     *,
     input_format: str | None = None,
     input_options: dict[str, str] | None = None,
+    source_options: dict[str, Any] | None = None,
 ) -> Source:
-    """Open an input file, URL or (with ``input_format="lavfi"``) a lavfi source graph."""
-    return Source(input, format=input_format, options=input_options)
+    """Open an input file, URL or (with ``input_format="lavfi"``) a lavfi source graph.
+
+    ``source_options`` are :class:`Source`'s keywords: ``seek``, ``duration``, ``to``,
+    ``itsoffset``, ``stream_loop``, ``realtime``, ``autorotate``, ``display_rotation``,
+    ``xerror``, ``max_error_rate``, ``threads`` ... (docs/media.md).
+    """
+    return Source(input, format=input_format, options=input_options, **(source_options or {}))
 
 
 @overload
@@ -83,6 +89,7 @@ def run(
     output: str | BinaryIO | None = None,
     input_format: str | None = None,
     input_options: dict[str, str] | None = None,
+    source_options: dict[str, Any] | None = None,
     frames: int | None = None,
     format: str | None = None,  # noqa: A002 - ffmpeg's -f
     codec: str | None = None,
@@ -99,9 +106,11 @@ def run(
     Without ``output``: returns an iterator of :class:`Frame` (``frames`` caps how many).
     With ``output`` (a path, ``"-"`` or a binary file object): encodes there and returns
     the :class:`RunStats` frame accounting. ``format``, ``codec``, ``pix_fmt``, ``rate``
-    mirror ffmpeg's ``-f``, ``-c:v``, ``-pix_fmt`` and ``-r`` of the output.
+    mirror ffmpeg's ``-f``, ``-c:v``, ``-pix_fmt`` and ``-r`` of the output; ``source_options``
+    the input's ``-ss``/``-t``/``-re``/``-xerror``... as :class:`Source` keywords.
     """
-    source = open_source(input, input_format=input_format, input_options=input_options)
+    source = open_source(input, input_format=input_format, input_options=input_options,
+                         source_options=source_options)
     try:
         if output is None:
             pipeline = Pipeline(source, filters, max_frames=frames)
