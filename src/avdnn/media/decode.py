@@ -63,6 +63,7 @@ class VideoDecoder:
         if options:
             ctx.options = {**ctx.options, **options}  # read when PyAV opens the decoder, on first use
         self.codec_context = ctx
+        self.time_base = stream.time_base
         self.xerror = xerror
         self.file = file
         self.frames_decoded = 0
@@ -101,6 +102,8 @@ class VideoDecoder:
                     raise InvalidDataError("corrupt decoded frame", file=self.file, pts=frame.pts)
                 self.frames_concealed += 1
                 self.errors["corrupt_frame"] += 1
+            if frame.time_base is None:  # frames drained at EOF: PyAV takes the time base from the packet
+                frame.time_base = self.time_base
             self.frames_decoded += 1
             out.append(frame)
         return out

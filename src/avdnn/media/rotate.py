@@ -56,8 +56,12 @@ def matrix_flip(matrix: list[int], hflip: bool, vflip: bool) -> list[int]:
 
 
 def matrix_from_options(rotation: float | None, hflip: bool, vflip: bool) -> Matrix:
-    """The matrix ffmpeg's demuxer puts on a stream given -display_rotation/-display_hflip/-display_vflip."""
-    return tuple(matrix_flip(rotation_set(rotation or 0.0), hflip, vflip))
+    """The matrix ffmpeg's demuxer puts on a stream given -display_rotation/-display_hflip/-display_vflip.
+
+    fftools/ffmpeg_demux.c (add_display_matrix_to_stream) sets the *negated* angle: the option
+    says how the picture is rotated, the matrix how to undo it.
+    """
+    return tuple(matrix_flip(rotation_set(-(rotation or 0.0)), hflip, vflip))
 
 
 def parse_matrix(data: bytes) -> Matrix:
