@@ -305,7 +305,8 @@ def _run(args: Args, level: int) -> int:
     try:
         stats = api.run(
             args.input or "", args.filters, output=args.output, input_format=args.input_format,
-            input_options=args.input_options, source_options=args.source_options, frames=args.frames, format=args.format, codec=args.codec,
+            input_options=args.input_options, source_options=args.source_options,
+            frames=args.frames, format=args.format, codec=args.codec,
             pix_fmt=args.pix_fmt, rate=args.rate, overwrite=args.overwrite, bitexact=args.bitexact,
             codec_options=args.codec_options, fps_mode=args.fps_mode, progress=on_frame,
         )

@@ -88,7 +88,7 @@ def test_xerror_raises_invalid_data_after_the_good_frames(bad_carphone: Path) ->
 def test_error_rate_is_checked_when_the_input_ends(bad_carphone: Path) -> None:
     src = Source(str(bad_carphone), threads=1, max_error_rate=0.0)
     got = 0
-    with pytest.raises(ErrorRateExceededError, match="Decode error rate .* exceeds maximum 0"):
+    with pytest.raises(ErrorRateExceededError, match=r"Decode error rate .* exceeds maximum 0"):
         for _ in src:
             got += 1
     src.close()
@@ -107,7 +107,7 @@ def test_error_rate_arithmetic() -> None:
     assert dec.error_rate() == pytest.approx(2 / 3)
     dec.check_error_rate()  # 2/3 is not above ffmpeg's default 2/3
     dec.errors["receive_frame"] = 1
-    with pytest.raises(ErrorRateExceededError, match="0.75 exceeds maximum 0.666667"):
+    with pytest.raises(ErrorRateExceededError, match=r"0\.75 exceeds maximum 0\.666667"):
         dec.check_error_rate()
 
 

@@ -13,7 +13,7 @@ from avdnn.media.timing import Pacer, parse_time, rescale
 CASES = {
     "ss": ["-ss", "1"], "ss_t": ["-ss", "1", "-t", "1"], "to": ["-to", "2"], "itsoffset": ["-itsoffset", "0.5"],
     "stream_loop": ["-stream_loop", "1"], "noaccurate_seek": ["-ss", "1", "-noaccurate_seek"],
-    "ss_to": ["-ss", "0.5", "-to", "1.5"], "t_over_to": ["-t", "0.4", "-to", "3"],
+    "ss_to": ["-ss", "0.5", "-to", "1.5"], "t_over_to": ["-t", "0.4", "-to", "3"], "discard": ["-discard", "nokey"],
 }
 
 

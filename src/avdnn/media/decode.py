@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import InvalidDataError, from_av_error, fferrtag
+from ..errors import InvalidDataError, fferrtag, from_av_error
 
 log = logging.getLogger("avdnn")
 

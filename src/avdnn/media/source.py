@@ -11,6 +11,7 @@ option with ffmpeg's name.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterator
@@ -120,7 +121,7 @@ class Source:
             raise InvalidArgumentError("no video stream", file=url)
         self._stream = self._container.streams.video[0]
         if discard is not None:
-            self._stream.discard = discard.upper()
+            self._stream.discard = _discard(discard)
         self.decoder = VideoDecoder(self._stream, threads=threads, xerror=xerror,
                                     options=decoder_options, file=url)
         self.max_error_rate = max_error_rate
@@ -185,12 +186,12 @@ class Source:
         width, height = s.codec_context.width, s.codec_context.height
         if self.autorotate and swaps_axes(autorotate_filters(self.display_matrix)):
             width, height = height, width
-            sar = 1 / Fraction(sar) if sar else sar
+            sar = 1 / Fraction(sar) if sar else None
         return StreamInfo(
             width=width,
             height=height,
             pix_fmt=fmt.name if fmt is not None else "",
-            time_base=Fraction(s.time_base),
+            time_base=Fraction(s.time_base or _US),
             frame_rate=Fraction(rate) if rate else None,
             sample_aspect_ratio=Fraction(sar) if sar else None,
             duration=dur if dur is not None and dur > 0 else None,
@@ -227,8 +228,8 @@ class Source:
         import av
 
         stream = self._stream
-        tb = Fraction(stream.time_base)
-        sar = Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio else None
+        tb = Fraction(stream.time_base or _US)
+        sar = Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio is not None else None
         offset = rescale(self._offset_us, _US, tb) if self._offset_us else 0
         loops_left = self.stream_loop
         try:
@@ -334,10 +335,8 @@ class Source:
         # freeing a frame-threaded decoder from a dealloc holds the GIL while it joins workers,
         # and a worker logging through PyAV's Python log callback then deadlocks (seen with
         # h264 stopped early by -frames:v while the CLI forwards FFmpeg's log lines).
-        try:
+        with contextlib.suppress(Exception):  # closing must not fail on a decoder that never opened
             self._stream.codec_context.flush_buffers()
-        except Exception:  # noqa: BLE001 - closing must not fail on a decoder that never opened
-            pass
         self._container.close()
 
     def __enter__(self) -> Source:
@@ -345,6 +344,19 @@ class Source:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: ffmpeg's -discard values (AVDiscard constants) by PyAV's names for them.
+_DISCARD = {"none": "none", "default": "default", "noref": "nonref", "bidir": "bidir", "nointra": "nonintra",
+            "nokey": "nonkey", "all": "all"}
+
+
+def _discard(value: str) -> Any:
+    import av.stream
+
+    if value not in _DISCARD:
+        raise InvalidArgumentError(f"Unable to parse option value \"{value}\"", option="discard")
+    return av.stream.Discard[_DISCARD[value]]
 
 
 def _recording_time(seek: int | None, duration: int | None, to: int | None) -> int | None:
