@@ -14,10 +14,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from ..errors import AvdnnError, InvalidArgumentError, NotFoundError, from_av_error
 from .decode import DEFAULT_MAX_ERROR_RATE, VideoDecoder
@@ -221,7 +222,10 @@ class Source:
 
     def _frames(self) -> Iterator[Frame]:
         if self._gen is None:
-            self._gen = self._generate()
+            # The generator sees the Source through a weak proxy (and calls its generator methods
+            # unbound, on the proxy): a Source holding a generator that holds the Source would be
+            # a cycle, freed by the cyclic GC at some arbitrary point instead of when dropped.
+            self._gen = Source._generate(cast(Source, weakref.proxy(self)))
         return self._gen
 
     def _generate(self) -> Iterator[Frame]:
@@ -234,7 +238,7 @@ class Source:
         loops_left = self.stream_loop
         try:
             while True:
-                yield from self._one_pass(tb, offset, sar)
+                yield from Source._one_pass(self, tb, offset, sar)
                 if loops_left == 0 or self._loop_end is None or self._trim_done():
                     break
                 loops_left -= 1 if loops_left > 0 else 0
@@ -263,11 +267,11 @@ class Source:
             if self._pacer is not None and packet.dts is not None:
                 self._pacer.wait(float((packet.dts + offset) * tb))
             for av_frame in self.decoder.decode(packet):
-                yield from self._emit(av_frame, offset, sar)
+                yield from Source._emit(self, av_frame, offset, sar)
             if self._trim_done():
                 return
         for av_frame in self.decoder.flush():
-            yield from self._emit(av_frame, offset, sar)
+            yield from Source._emit(self, av_frame, offset, sar)
 
     def _trim_done(self) -> bool:
         return self._filters is not None and self._filters.finished
