@@ -42,7 +42,7 @@ def bare(path: str) -> int:
         s = c.streams.video[0]
         s.codec_context.thread_type = "AUTO"
         start = c.start_time or 0
-        off = round(Fraction(-start, 1_000_000) / s.time_base) if start else 0
+        off = round(Fraction(-start, 1_000_000) / (s.time_base or 1)) if start else 0
         for packet in c.demux(s):
             for f in packet.decode():
                 if f.pts is not None:

@@ -14,12 +14,18 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TextIO
 
-from .errors import AVERROR_OPTION_NOT_FOUND, AvdnnError, InvalidArgumentError, OptionNotFoundError
+from .errors import (
+    AVERROR_OPTION_NOT_FOUND,
+    FFMPEG_ERROR_RATE_EXCEEDED,
+    AvdnnError,
+    InvalidArgumentError,
+    OptionNotFoundError,
+)
 
 log = logging.getLogger("avdnn")
 
@@ -106,8 +112,7 @@ def parse_args(argv: Sequence[str]) -> Args:
             a.source_options.update(pending_src)
             pending_fmt, pending_in, pending_src = None, {}, {}
         elif tok in _SOURCE_GLOBAL or (a.input is None and tok in _SOURCE_INPUT):
-            _source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok,
-                           None if _SOURCE_INPUT.get(tok, _SOURCE_GLOBAL.get(tok)) is bool else value(tok))
+            _source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok, value)
         elif tok == "-f" and a.input is None:
             pending_fmt = value(tok)
         elif a.input is None and tok.startswith("-") and len(tok) > 1:
@@ -146,13 +151,14 @@ _SOURCE_KEYS = {"-ss": "seek", "-t": "duration", "-re": "realtime", "-itsoffset"
                 "-stream_loop": "stream_loop", "-noautorotate": "autorotate", "-noaccurate_seek": "accurate_seek"}
 
 
-def _source_option(dest: dict[str, Any], demuxer: dict[str, str], tok: str, val: str | None) -> None:
+def _source_option(dest: dict[str, Any], demuxer: dict[str, str], tok: str, value: Callable[[str], str]) -> None:
     """One input option (or -xerror/-max_error_rate) as a Source keyword, typed as ffmpeg parses it."""
-    kind = _SOURCE_INPUT.get(tok, _SOURCE_GLOBAL.get(tok))
+    kind = _SOURCE_INPUT[tok] if tok in _SOURCE_INPUT else _SOURCE_GLOBAL[tok]
     key = _SOURCE_KEYS.get(tok, tok[1:])
-    if val is None:
+    if kind is bool:
         dest[key] = not tok.startswith("-no")
         return
+    val = value(tok)
     if tok == "-err_detect":  # ffmpeg hands a key both the demuxer and the decoder know to both
         demuxer["err_detect"] = val
         dest.setdefault("decoder_options", {})["err_detect"] = val
@@ -283,8 +289,6 @@ def _quiet(argv: list[str]) -> bool:
 
 def exit_status(code: int) -> int:
     """ffmpeg's exit status for an AVERROR code: its low byte (never 0 for an error)."""
-    from .media.decode import FFMPEG_ERROR_RATE_EXCEEDED
-
     if code == FFMPEG_ERROR_RATE_EXCEEDED:  # ffmpeg's main(): "Decode error rate ... exceeds maximum"
         return 69
     return (code & 0xFF) or 1

@@ -15,12 +15,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import InvalidDataError, fferrtag, from_av_error
+from ..errors import FFMPEG_ERROR_RATE_EXCEEDED, InvalidDataError, from_av_error
 
 log = logging.getLogger("avdnn")
 
-#: fftools' FFMPEG_ERROR_RATE_EXCEEDED; ffmpeg's main() turns it into exit status 69.
-FFMPEG_ERROR_RATE_EXCEEDED = fferrtag("E", "R", "E", "D")
 #: ffmpeg's -max_error_rate default.
 DEFAULT_MAX_ERROR_RATE = 2 / 3
 
