@@ -15,7 +15,6 @@ which decide between ``transpose=clock`` and ``transpose=cclock_flip``.
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Sequence
 
 Matrix = tuple[int, ...]  # nine int32, 16.16 fixed point except [2], [5], [8] (2.30)
@@ -62,11 +61,6 @@ def matrix_from_options(rotation: float | None, hflip: bool, vflip: bool) -> Mat
     says how the picture is rotated, the matrix how to undo it.
     """
     return tuple(matrix_flip(rotation_set(-(rotation or 0.0)), hflip, vflip))
-
-
-def parse_matrix(data: bytes) -> Matrix:
-    """A DISPLAYMATRIX side-data buffer (nine native-endian int32)."""
-    return struct.unpack("=9i", bytes(data)[:36])
 
 
 def get_rotation(matrix: Sequence[int] | None) -> float:

@@ -23,8 +23,9 @@ from typing import Any, cast
 from ..errors import AvdnnError, InvalidArgumentError, NotFoundError, from_av_error
 from .decode import DEFAULT_MAX_ERROR_RATE, VideoDecoder
 from .frame import Frame
+from .framedata import display_matrix
 from .ingraph import FilterList, InputFilters
-from .rotate import Matrix, autorotate_filters, matrix_from_options, parse_matrix, swaps_axes
+from .rotate import Matrix, autorotate_filters, matrix_from_options, swaps_axes
 from .timing import AV_TIME_BASE, Pacer, parse_time, rescale
 
 log = logging.getLogger("avdnn")
@@ -284,8 +285,7 @@ class Source:
             av_frame.pts += offset
         if self._filters is None:
             if self.autorotate and self._override is None:
-                sd = av_frame.side_data.get("DISPLAYMATRIX")
-                self.display_matrix = parse_matrix(bytes(sd)) if sd is not None else None
+                self.display_matrix = display_matrix(av_frame)  # not av_frame.side_data: see framedata
             self._filters = self._make_filters(sar)
         if not self._filters.filters:
             yield self._wrap(av_frame)
