@@ -27,6 +27,21 @@ def test_input_timing_equals_ffmpeg(ffmpeg: str, clip: dict[str, str], name: str
     assert frame_lines(ours.out)
 
 
+COMBINED = {
+    "ss_loop": ["-ss", "3", "-stream_loop", "1"], "ss_itsoffset": ["-ss", "1", "-itsoffset", "0.5"],
+    "t_loop": ["-t", "1", "-stream_loop", "2"], "negative_itsoffset": ["-itsoffset", "-0.5"],
+    "sexagesimal": ["-ss", "00:00:01.200", "-to", "00:00:02"],
+    "ss_rotation": ["-ss", "1.5", "-display_rotation", "90", "-t", "0.5"],
+}
+
+
+@pytest.mark.parametrize("case", COMBINED)
+def test_combined_input_options_equal_ffmpeg(ffmpeg: str, clip: dict[str, str], case: str) -> None:
+    ref, ours = both(ffmpeg, COMBINED[case], clip["carphone"])
+    assert ref.rc == ours.rc == 0, ours.err
+    assert ours.out == ref.out
+
+
 def test_infinite_loop_and_re_equal_ffmpeg(ffmpeg: str, clip: dict[str, str]) -> None:
     ref, ours = both(ffmpeg, ["-stream_loop", "-1"], clip["carphone"], ["-frames:v", "250"])
     assert ours.out == ref.out and len(frame_lines(ours.out)) == 250
