@@ -341,6 +341,10 @@ class Source:
         # h264 stopped early by -frames:v while the CLI forwards FFmpeg's log lines).
         with contextlib.suppress(Exception):  # closing must not fail on a decoder that never opened
             self._stream.codec_context.flush_buffers()
+        gen, self._gen, self._ahead = self._gen, None, []
+        if gen is not None:  # end the demux loop before its container goes
+            with contextlib.suppress(ValueError):  # still running on a reader thread: it ends by itself
+                gen.close()
         self._container.close()
 
     def __enter__(self) -> Source:
