@@ -119,3 +119,15 @@ def test_cli_carries_input_options_to_the_source() -> None:
     assert a.input_options == {"err_detect": "aggressive"}  # the demuxer has err_detect too
     with pytest.raises(InvalidArgumentError, match="stream_loop"):
         parse_args(["-stream_loop", "x", "-i", "in.mp4", "out.mkv"])
+
+
+def test_api_run_takes_source_options(clip: dict[str, str]) -> None:
+    import avdnn
+
+    frames = list(avdnn.run(clip["carphone"], "format=gray", source_options={"seek": 1, "duration": 0.5}))
+    assert len(frames) == 15 and frames[0].format == "gray"
+    from avdnn.api import open_source
+
+    with open_source(clip["carphone"], source_options={"display_rotation": 90, "to": "200ms"}) as src:
+        assert (src.info.width, src.info.height) == (144, 176)
+        assert sum(1 for _ in src) == 6
