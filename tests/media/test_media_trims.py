@@ -50,6 +50,14 @@ def test_infinite_loop_and_re_equal_ffmpeg(ffmpeg: str, clip: dict[str, str]) ->
     assert (ours.rc, ours.out) == (ref.rc, ref.out) and len(frame_lines(ours.out)) == 8
 
 
+def test_lavfi_input_seek_and_loop_like_ffmpeg(ffmpeg: str) -> None:
+    """lavfi cannot seek: -ss warns and trims, a -stream_loop rewind fails the input (EINVAL)."""
+    for opts in (["-ss", "0.5"], ["-stream_loop", "1"]):
+        ref, ours = both(ffmpeg, [*opts, "-f", "lavfi"], "testsrc=s=64x48:d=1:r=10")
+        assert (ours.rc, ours.out) == (ref.rc, ref.out)
+    assert ref.rc == 234 and len(frame_lines(ours.out)) == 10
+
+
 def test_to_before_ss_is_refused_like_ffmpeg(ffmpeg: str, clip: dict[str, str]) -> None:
     ref, ours = both(ffmpeg, ["-ss", "2", "-to", "1"], clip["carphone"])
     assert ours.rc == ref.rc != 0

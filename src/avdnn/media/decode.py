@@ -90,7 +90,8 @@ class VideoDecoder:
             self.errors[cause] += 1
             if self.xerror:
                 raise from_av_error(exc, file=self.file) from exc
-            log.debug("Error submitting packet to decoder: %s", exc)
+            log.error("Error submitting %s to decoder: %s", "packet" if packet is not None else "EOF",
+                      getattr(exc, "strerror", None) or exc)
             return []
         out = []
         for frame in frames:
@@ -98,6 +99,7 @@ class VideoDecoder:
                 if self.xerror:
                     self.errors["corrupt_frame"] += 1
                     raise InvalidDataError("corrupt decoded frame", file=self.file, pts=frame.pts)
+                log.warning("corrupt decoded frame")
                 self.frames_concealed += 1
                 self.errors["corrupt_frame"] += 1
             if frame.time_base is None:  # frames drained at EOF: PyAV takes the time base from the packet

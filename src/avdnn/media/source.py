@@ -245,7 +245,7 @@ class Source:
                 loops_left -= 1 if loops_left > 0 else 0
                 offset += self._loop_end - (self._loop_start or 0)  # ffmpeg's d->duration (seek_to_start)
                 self.decoder.reset()
-                self._seek(self._start_us)
+                self._seek(self._start_us, fatal=True)  # ffmpeg's seek_to_start: a failure ends the input
             if self._filters is not None:
                 for av_frame in self._filters.flush():
                     yield self._wrap(av_frame)
@@ -322,8 +322,12 @@ class Source:
             self._passed += 1
         return frame
 
-    def _seek(self, ts: int) -> None:
-        """avformat_seek_file(ic, -1, INT64_MIN, ts, ts, 0), as ffmpeg's demuxer calls it (ts in us)."""
+    def _seek(self, ts: int, *, fatal: bool = False) -> None:
+        """avformat_seek_file(ic, -1, INT64_MIN, ts, ts, 0), as ffmpeg's demuxer calls it (ts in us).
+
+        A failed ``-ss`` seek is a warning and the input is read from where it is; a failed
+        ``-stream_loop`` rewind is the input's error (``fatal``), as in ffmpeg.
+        """
         import av
 
         if not (self._container.format.flags & _AVFMT_SEEK_TO_PTS) and any(
@@ -331,8 +335,10 @@ class Source:
             ts -= 3 * AV_TIME_BASE // 23  # ffmpeg's dts heuristic for streams with a video delay
         try:
             self._container.seek(ts, backward=True)
-        except av.FFmpegError as exc:  # ffmpeg warns and reads on from where it is
-            log.warning("%s: could not seek to timestamp %.6f: %s", self.url, ts / AV_TIME_BASE, exc)
+        except av.FFmpegError as exc:
+            if fatal:
+                raise
+            log.warning("%s: could not seek to position %.3f", self.url, ts / AV_TIME_BASE)
 
     def close(self) -> None:
         # Park the decoder's frame threads first, with the GIL released (flush_buffers is nogil):
