@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import weakref
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, cast
@@ -146,7 +146,7 @@ class Source:
         self._out_sar: Fraction | None = None
         self._ahead: list[Frame] = []
         self._error: AvdnnError | None = None
-        self._gen: Iterator[Frame] | None = None
+        self._gen: Generator[Frame, None, None] | None = None
         self._filters: InputFilters | None = None
         if self._seek_us is not None:
             self._seek(self._seek_us + self._start_us)
@@ -221,7 +221,7 @@ class Source:
             raise err
         yield from self._frames()
 
-    def _frames(self) -> Iterator[Frame]:
+    def _frames(self) -> Generator[Frame, None, None]:
         if self._gen is None:
             # The generator sees the Source through a weak proxy (and calls its generator methods
             # unbound, on the proxy): a Source holding a generator that holds the Source would be
@@ -229,7 +229,7 @@ class Source:
             self._gen = Source._generate(cast(Source, weakref.proxy(self)))
         return self._gen
 
-    def _generate(self) -> Iterator[Frame]:
+    def _generate(self) -> Generator[Frame, None, None]:
         import av
 
         stream = self._stream
@@ -335,7 +335,7 @@ class Source:
             ts -= 3 * AV_TIME_BASE // 23  # ffmpeg's dts heuristic for streams with a video delay
         try:
             self._container.seek(ts, backward=True)
-        except av.FFmpegError as exc:
+        except av.FFmpegError:
             if fatal:
                 raise
             log.warning("%s: could not seek to position %.3f", self.url, ts / AV_TIME_BASE)
