@@ -69,6 +69,9 @@ def test_counters_name_the_causes(bad_carphone: Path, clip: dict[str, str]) -> N
         assert n == src.frames_decoded == src.frames_read
         assert src.decode_errors > 0 and src.errors["send_packet"] + src.errors["receive_frame"] == src.decode_errors
         assert src.frames_concealed > 0 and src.errors["corrupt_frame"] == src.frames_concealed
+        c = src.counters
+        assert c["frames_read"] == n and c["decode_errors"] == src.decode_errors
+        assert c["errors.send_packet"] == src.errors["send_packet"] and c["frames_trimmed"] == 0
     with Source(clip["carphone"]) as src:
         assert sum(1 for _ in src) == 120
         assert src.decode_errors == src.frames_concealed == src.packets_corrupt == 0

@@ -109,8 +109,10 @@ def test_pacer_holds_packets_to_the_clock() -> None:
     now[0] += 1.0
     fast.wait(2.0)  # two seconds of media per second of wall clock: no wait
     assert len(slept) == 1
-    with pytest.raises(InvalidArgumentError):
-        Pacer(0)
+    with pytest.raises(InvalidArgumentError, match=r"Option -readrate is -1\.000; it must be non-negative\."):
+        Pacer(-1)
+    with pytest.raises(InvalidArgumentError, match="readrate_initial_burst"):
+        Source("x.mp4", readrate_initial_burst=-1)
 
 
 def test_cli_carries_input_options_to_the_source() -> None:

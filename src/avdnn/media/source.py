@@ -26,7 +26,7 @@ from .frame import Frame
 from .framedata import display_matrix
 from .ingraph import FilterList, InputFilters
 from .rotate import Matrix, autorotate_filters, matrix_from_options, swaps_axes
-from .timing import AV_TIME_BASE, Pacer, parse_time, rescale
+from .timing import AV_TIME_BASE, Pacer, check_readrate, parse_time, rescale
 
 log = logging.getLogger("avdnn")
 _US = Fraction(1, AV_TIME_BASE)
@@ -108,6 +108,7 @@ class Source:
         if not 0.0 <= max_error_rate <= 1.0:
             raise InvalidArgumentError(f"max_error_rate {max_error_rate} out of range [0 - 1]",
                                        option="max_error_rate")
+        check_readrate(readrate, readrate_initial_burst)
         if format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
             raise NotFoundError("No such file or directory", file=url)
         try:
@@ -129,7 +130,8 @@ class Source:
         self.max_error_rate = max_error_rate
         self.accurate_seek = accurate_seek
         self.stream_loop = stream_loop
-        self._pacer = Pacer(readrate or 1.0, readrate_initial_burst) if realtime or readrate else None
+        rate = 1.0 if realtime else readrate  # ffmpeg: -re is -readrate 1; -readrate 0 does not pace
+        self._pacer = Pacer(rate, readrate_initial_burst) if rate else None
         self.autorotate = autorotate
         self._override: Matrix | None = None
         if display_rotation is not None or display_hflip or display_vflip:
@@ -169,6 +171,14 @@ class Source:
     @property
     def decode_errors(self) -> int:
         return self.decoder.decode_errors
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Every input counter in one dict, for a run's accounting (names as the attributes)."""
+        return {"frames_read": self.frames_read, "frames_decoded": self.frames_decoded,
+                "frames_trimmed": self.frames_trimmed, "frames_concealed": self.frames_concealed,
+                "decode_errors": self.decode_errors, "packets_corrupt": self.packets_corrupt,
+                **{f"errors.{k}": v for k, v in self.decoder.errors.items()}}
 
     @property
     def frames_decoded(self) -> int:

@@ -61,6 +61,13 @@ def rescale(value: int, src: Fraction, dst: Fraction) -> int:
     return q if num >= 0 else -q
 
 
+def check_readrate(rate: float | None, burst: float) -> None:
+    """ffmpeg_demux.c's checks of -readrate and -readrate_initial_burst, in its words."""
+    for name, value in (("readrate", rate or 0.0), ("readrate_initial_burst", burst)):
+        if value < 0:
+            raise InvalidArgumentError(f"Option -{name} is {value:0.3f}; it must be non-negative.", option=name)
+
+
 class Pacer:
     """``-re``/``-readrate``: hold each packet until the wall clock reaches its timestamp.
 
@@ -77,8 +84,9 @@ class Pacer:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if rate <= 0:
-            raise InvalidArgumentError(f"Option -readrate is {rate}; it must be positive", option="readrate")
+        check_readrate(rate, burst)
+        if rate == 0:
+            raise InvalidArgumentError("-readrate 0 reads at full speed: no Pacer is needed", option="readrate")
         self.rate, self.burst = rate, burst
         self._clock, self._sleep = clock, sleep
         self._start: float | None = None
