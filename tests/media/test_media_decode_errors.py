@@ -32,6 +32,32 @@ def bad_mpeg4(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return corrupt_mp4(clean, d / "m4_bad.mp4", total=1_000, chunk=200, seed=3)
 
 
+@pytest.fixture(scope="module")
+def h264_clip(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An h264 clip of our own (testsrc2, GOP 25, 3 B-frames), undamaged."""
+    return ffmpeg_make(ffmpeg, ["-f", "lavfi", "-i", "testsrc2=s=160x120:d=3:r=25", "-c:v", "libx264", "-g", "25",
+                                "-bf", "3", "-pix_fmt", "yuv420p"], tmp_path_factory.mktemp("h264") / "h264.mp4")
+
+
+@pytest.mark.parametrize(("damage", "rate_rc"), [((2_000, 100, 7), 0), ((6_000, 300, 11), 69)],
+                         ids=["light", "heavy"])
+@pytest.mark.parametrize("opts", [[], ["-xerror"], ["-max_error_rate", "0.05"]], ids=["conceal", "xerror", "rate"])
+def test_damaged_h264_equals_ffmpeg(ffmpeg: str, h264_clip: Path, tmp_path: Path, damage: tuple[int, int, int],
+                                    rate_rc: int, opts: list[str]) -> None:
+    """A 5% error rate: the light damage stays under it (exit 0), the heavy one goes over (exit 69)."""
+    total, chunk, seed = damage
+    bad = corrupt_mp4(h264_clip, tmp_path / "bad.mp4", total=total, chunk=chunk, seed=seed)
+    ref, ours = both(ffmpeg, ["-threads", "1", *opts], bad)
+    assert ours.rc == ref.rc, ours.err
+    assert ours.out == ref.out
+    if opts[:1] == ["-max_error_rate"]:
+        assert ref.rc == rate_rc
+    if not opts:  # and with frame threads, the same number of frames
+        ref, ours = both(ffmpeg, [], bad)
+        assert (ours.rc, len(frame_lines(ours.out))) == (ref.rc, len(frame_lines(ref.out)))
+        assert ref.rc == 0 and 0 < len(frame_lines(ref.out)) < 75  # concealed, a few frames lost
+
+
 CASES = {"conceal": [], "xerror": ["-xerror"], "max_error_rate_0": ["-max_error_rate", "0"]}
 
 
