@@ -52,9 +52,7 @@ def test_damaged_h264_equals_ffmpeg(ffmpeg: str, h264_clip: Path, tmp_path: Path
     assert ours.out == ref.out
     if opts[:1] == ["-max_error_rate"]:
         assert ref.rc == rate_rc
-    if not opts:  # and with frame threads, the same number of frames
-        ref, ours = both(ffmpeg, [], bad)
-        assert (ours.rc, len(frame_lines(ours.out))) == (ref.rc, len(frame_lines(ref.out)))
+    if not opts:
         assert ref.rc == 0 and 0 < len(frame_lines(ref.out)) < 75  # concealed, a few frames lost
 
 
