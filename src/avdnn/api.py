@@ -62,9 +62,15 @@ def open_source(
     *,
     input_format: str | None = None,
     input_options: dict[str, str] | None = None,
+    source_options: dict[str, Any] | None = None,
 ) -> Source:
-    """Open an input file, URL or (with ``input_format="lavfi"``) a lavfi source graph."""
-    return Source(input, format=input_format, options=input_options)
+    """Open an input file, URL or (with ``input_format="lavfi"``) a lavfi source graph.
+
+    ``source_options`` are :class:`Source`'s keywords: ``seek``, ``duration``, ``to``,
+    ``itsoffset``, ``stream_loop``, ``realtime``, ``autorotate``, ``display_rotation``,
+    ``xerror``, ``max_error_rate``, ``threads`` ... (docs/media.md).
+    """
+    return Source(input, format=input_format, options=input_options, **(source_options or {}))
 
 
 @overload
@@ -88,6 +94,7 @@ def run(
     output: str | BinaryIO | None = None,
     input_format: str | None = None,
     input_options: dict[str, str] | None = None,
+    source_options: dict[str, Any] | None = None,
     frames: int | None = None,
     format: str | None = None,  # noqa: A002 - ffmpeg's -f
     codec: str | None = None,
@@ -122,7 +129,8 @@ def run(
     Without ``output``: returns an iterator of :class:`Frame` (``frames`` caps how many).
     With ``output`` (a path, ``"-"`` or a binary file object): encodes there and returns
     the :class:`RunStats` frame accounting. ``format``, ``codec``, ``pix_fmt``, ``rate``
-    mirror ffmpeg's ``-f``, ``-c:v``, ``-pix_fmt`` and ``-r`` of the output.
+    mirror ffmpeg's ``-f``, ``-c:v``, ``-pix_fmt`` and ``-r`` of the output; ``source_options``
+    the input's ``-ss``/``-t``/``-re``/``-xerror``... as :class:`Source` keywords.
 
     The output keeps the input's other streams as ffmpeg does (the best audio, a subtitle
     stream the muxer takes): ``map`` (``["0:v", "0:a:1", "-0:s"]``), ``vn``/``an``/``sn``/``dn``,
@@ -140,7 +148,8 @@ def run(
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
     rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
-    source = open_source(input, input_format=input_format, input_options=input_options)
+    source = open_source(input, input_format=input_format, input_options=input_options,
+                         source_options=source_options)
     try:
         if output is None:
             pipeline = Pipeline(source, filters, max_frames=frames)

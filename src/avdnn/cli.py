@@ -15,13 +15,21 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TextIO
 
-from .errors import AVERROR_BUG, AVERROR_OPTION_NOT_FOUND, AvdnnError, InvalidArgumentError, NotSupportedError, OptionNotFoundError
 from .api import StreamOptions
+from .errors import (
+    AVERROR_BUG,
+    AVERROR_OPTION_NOT_FOUND,
+    FFMPEG_ERROR_RATE_EXCEEDED,
+    AvdnnError,
+    InvalidArgumentError,
+    NotSupportedError,
+    OptionNotFoundError,
+)
 
 log = logging.getLogger("avdnn")
 
@@ -46,6 +54,8 @@ class Args:
     input: str | None = None
     input_format: str | None = None
     input_options: dict[str, str] = field(default_factory=dict)
+    #: Source keywords from input options (-ss, -t, -re, -noautorotate, ...) and -xerror/-max_error_rate
+    source_options: dict[str, Any] = field(default_factory=dict)
     filters: str = ""
     frames: int | None = None
     codec: str | None = None
@@ -93,6 +103,7 @@ def parse_args(argv: Sequence[str]) -> Args:
     a = Args()
     pending_fmt: str | None = None
     pending_in: dict[str, str] = {}
+    pending_src: dict[str, Any] = {}
     i = 0
 
     def value(opt: str) -> str:
@@ -121,7 +132,10 @@ def parse_args(argv: Sequence[str]) -> Args:
             if a.input is not None:
                 raise InvalidArgumentError("avdnn takes one input (-i)")
             a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
-            pending_fmt, pending_in = None, {}
+            a.source_options.update(pending_src)
+            pending_fmt, pending_in, pending_src = None, {}, {}
+        elif tok in _SOURCE_GLOBAL or (a.input is None and tok in _SOURCE_INPUT):
+            _source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok, value)
         elif a.output is not None:
             # after the output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
             raise InvalidArgumentError(f"Trailing option(s) found in the command line: {tok} "
@@ -170,6 +184,36 @@ def _check_av_option(tok: str) -> str:
     if owner is None:
         raise OptionNotFoundError(f"Unrecognized option '{tok[1:]}'.", code=AVERROR_OPTION_NOT_FOUND)
     return owner
+
+
+#: Input options Source takes, by flag: the keyword, and its type (bool: a flag without a value).
+_SOURCE_INPUT: dict[str, Any] = {
+    "-ss": str, "-t": str, "-to": str, "-itsoffset": str, "-stream_loop": int, "-re": bool,
+    "-readrate": float, "-readrate_initial_burst": float, "-autorotate": bool, "-noautorotate": bool,
+    "-display_rotation": float, "-display_hflip": bool, "-display_vflip": bool, "-accurate_seek": bool,
+    "-noaccurate_seek": bool, "-threads": str, "-err_detect": str, "-discard": str,
+}
+_SOURCE_GLOBAL: dict[str, Any] = {"-xerror": bool, "-max_error_rate": float}
+_SOURCE_KEYS = {"-ss": "seek", "-t": "duration", "-re": "realtime", "-itsoffset": "itsoffset", "-to": "to",
+                "-stream_loop": "stream_loop", "-noautorotate": "autorotate", "-noaccurate_seek": "accurate_seek"}
+
+
+def _source_option(dest: dict[str, Any], demuxer: dict[str, str], tok: str, value: Callable[[str], str]) -> None:
+    """One input option (or -xerror/-max_error_rate) as a Source keyword, typed as ffmpeg parses it."""
+    kind = _SOURCE_INPUT[tok] if tok in _SOURCE_INPUT else _SOURCE_GLOBAL[tok]
+    key = _SOURCE_KEYS.get(tok, tok[1:])
+    if kind is bool:
+        dest[key] = not tok.startswith("-no")
+        return
+    val = value(tok)
+    if tok == "-err_detect":  # ffmpeg hands a key both the demuxer and the decoder know to both
+        demuxer["err_detect"] = val
+        dest.setdefault("decoder_options", {})["err_detect"] = val
+        return
+    try:
+        dest[key] = kind(val)
+    except ValueError:
+        raise InvalidArgumentError(f"Failed to set value '{val}' for option '{tok[1:]}'", option=tok[1:]) from None
 
 
 def _output_option(a: Args, name: str, spec: str, val: str) -> None:
@@ -247,7 +291,8 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
 def run_kwargs(args: Args) -> dict[str, Any]:
     """The :func:`avdnn.run` keywords of a parsed command line's output options."""
     return {
-        "input_format": args.input_format, "input_options": args.input_options, "frames": args.frames,
+        "input_format": args.input_format, "input_options": args.input_options,
+        "source_options": args.source_options, "frames": args.frames,
         "format": args.format, "codec": args.codec, "pix_fmt": args.pix_fmt, "rate": args.rate,
         "overwrite": args.overwrite, "bitexact": args.bitexact, "codec_options": args.codec_options,
         "format_options": args.format_options,
@@ -393,6 +438,8 @@ def _quiet(argv: list[str]) -> bool:
 
 def exit_status(code: int) -> int:
     """ffmpeg's exit status for an AVERROR code: its low byte (never 0 for an error)."""
+    if code == FFMPEG_ERROR_RATE_EXCEEDED:  # ffmpeg's main(): "Decode error rate ... exceeds maximum"
+        return 69
     return (code & 0xFF) or 1
 
 

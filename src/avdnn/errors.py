@@ -56,6 +56,8 @@ AVERROR_DECODER_NOT_FOUND = fferrtag(0xF8, "D", "E", "C")
 AVERROR_MUXER_NOT_FOUND = fferrtag(0xF8, "M", "U", "X")
 AVERROR_DEMUXER_NOT_FOUND = fferrtag(0xF8, "D", "E", "M")
 DNN_GENERIC_ERROR = fferrtag("D", "N", "N", "!")
+#: fftools' FFMPEG_ERROR_RATE_EXCEEDED (-max_error_rate); ffmpeg's main() exits with 69 for it.
+FFMPEG_ERROR_RATE_EXCEEDED = fferrtag("E", "R", "E", "D")
 
 _TAG_TEXT = {
     AVERROR_EOF: "End of file",
@@ -72,6 +74,7 @@ _TAG_TEXT = {
     AVERROR_MUXER_NOT_FOUND: "Muxer not found",
     AVERROR_DEMUXER_NOT_FOUND: "Demuxer not found",
     DNN_GENERIC_ERROR: "Generic DNN error",
+    FFMPEG_ERROR_RATE_EXCEEDED: "Decode error rate exceeded",
 }
 
 

@@ -1,26 +1,41 @@
-"""Video sources: anything PyAV can demux and decode, and lavfi source graphs.
+"""Video sources: anything PyAV can demux and decode, and lavfi source graphs, read as ffmpeg reads them.
 
 ``-f lavfi -i "testsrc=s=64x64:d=0.4"`` opens libavformat's own lavfi device through PyAV,
 so frames and timestamps are the ones ffmpeg's lavfi input produces, bit for bit. Files and
-URLs are decoded with frame threading, and timestamps are shifted by the input's start time
-as the ffmpeg CLI does (without ``-copyts``).
+URLs are decoded with frame threading. The input side of the ffmpeg CLI is reproduced here:
+timestamps shifted by the input's start time (and by ``-ss``/``-itsoffset``), accurate seek,
+``-t``/``-to``, ``-stream_loop``, ``-re`` pacing, decode errors concealed and counted
+(:mod:`.decode`), and the display matrix applied (:mod:`.rotate`). docs/media.md lists every
+option with ffmpeg's name.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from ..errors import AvdnnError, InvalidArgumentError, NotFoundError, from_av_error
+from .decode import DEFAULT_MAX_ERROR_RATE, VideoDecoder
 from .frame import Frame
+from .framedata import display_matrix
+from .ingraph import FilterList, InputFilters
+from .rotate import Matrix, autorotate_filters, matrix_from_options, swaps_axes
+from .timing import AV_TIME_BASE, Pacer, check_readrate, parse_time, rescale
+
+log = logging.getLogger("avdnn")
+_US = Fraction(1, AV_TIME_BASE)
+_AVFMT_SEEK_TO_PTS = 0x4000000
 
 
 @dataclass(frozen=True)
 class StreamInfo:
-    """What the chain needs to know about the input before the first frame."""
+    """What the chain needs to know about the input before the first frame (as frames leave: rotated)."""
 
     width: int
     height: int
@@ -32,7 +47,32 @@ class StreamInfo:
 
 
 class Source:
-    """Decoded video frames of one input, in presentation order, as avdnn Frames."""
+    """Decoded video frames of one input, in presentation order, as avdnn Frames.
+
+    Keyword options, each ffmpeg's input option of the same meaning (times are seconds or
+    ffmpeg time strings such as ``"00:01:02.5"`` / ``"1500ms"``):
+
+    * ``format``, ``options``: ``-f`` and the demuxer's AVOptions (``-fflags +discardcorrupt`` ...);
+    * ``threads``: decoder ``-threads`` (``"auto"`` or a count; 1 decodes single-threaded);
+    * ``decoder_options``: decoder AVOptions (``-err_detect`` ...);
+    * ``seek``: ``-ss``, seeking to the keyframe before and, with ``accurate_seek`` (default,
+      ``-noaccurate_seek`` turns it off), dropping the frames before the point;
+    * ``duration`` / ``to``: ``-t`` / ``-to`` (``-t`` wins when both are given);
+    * ``itsoffset``: ``-itsoffset``, added to every timestamp;
+    * ``stream_loop``: ``-stream_loop`` (-1 loops for ever);
+    * ``realtime`` / ``readrate`` / ``readrate_initial_burst``: ``-re``, ``-readrate``,
+      ``-readrate_initial_burst``;
+    * ``autorotate`` (``-autorotate``/``-noautorotate``), ``display_rotation``,
+      ``display_hflip``, ``display_vflip``: the display matrix, applied before the chain;
+    * ``xerror``: ``-xerror``, the first decode error ends the input; ``max_error_rate``:
+      ``-max_error_rate``, checked when the input ends (:class:`ErrorRateExceededError`);
+    * ``discard``: ``-discard`` for the video stream (``none``, ``default``, ``noref``,
+      ``bidir``, ``nointra``, ``nokey``, ``all``).
+
+    Counters for the run's accounting: :attr:`errors` (by cause), :attr:`frames_concealed`,
+    :attr:`packets_corrupt`, :attr:`decode_errors`, :attr:`frames_decoded`,
+    :attr:`frames_trimmed` and ``frames_read`` (frames handed out).
+    """
 
     def __init__(
         self,
@@ -41,12 +81,35 @@ class Source:
         format: str | None = None,  # noqa: A002 - ffmpeg's -f
         options: dict[str, str] | None = None,
         threads: int | str = "auto",
+        decoder_options: dict[str, str] | None = None,
+        seek: float | str | None = None,
+        accurate_seek: bool = True,
+        duration: float | str | None = None,
+        to: float | str | None = None,
+        itsoffset: float | str | None = None,
+        stream_loop: int = 0,
+        realtime: bool = False,
+        readrate: float | None = None,
+        readrate_initial_burst: float = 0.5,
+        autorotate: bool = True,
+        display_rotation: float | None = None,
+        display_hflip: bool = False,
+        display_vflip: bool = False,
+        xerror: bool = False,
+        max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
+        discard: str | None = None,
         video: bool = True,
     ) -> None:
         import av
 
         self.url = url
         self.format = format
+        self._seek_us = parse_time(seek, "ss")
+        self._recording_us = _recording_time(self._seek_us, parse_time(duration, "t"), parse_time(to, "to"))
+        if not 0.0 <= max_error_rate <= 1.0:
+            raise InvalidArgumentError(f"max_error_rate {max_error_rate} out of range [0 - 1]",
+                                       option="max_error_rate")
+        check_readrate(readrate, readrate_initial_burst)
         if format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
             raise NotFoundError("No such file or directory", file=url)
         try:
@@ -61,34 +124,55 @@ class Source:
         self.side_handlers: dict[int, Callable[[Any], None]] = {}
         #: Called once the demuxer is at its end (the side streams flush their decoders).
         self.side_ends: list[Callable[[], None]] = []
-        self.frames_read = 0
-        self.video = video and bool(self._container.streams.video)
         if video and not self._container.streams.video:
             self._container.close()
             raise InvalidArgumentError("no video stream", file=url)
+        self._decoder_args: dict[str, Any] = {"threads": threads, "xerror": xerror, "options": decoder_options,
+                                              "file": url}
+        self._discard = discard
+        self._stream: Any = None
+        self.decoder: Any = None
+        #: Whether video is decoded for a chain (False: an output without video, or -c:v copy).
+        self.video = False
+        if video:
+            self.use_video(self._container.streams.video[0].index)
+        self.max_error_rate = max_error_rate
+        self.accurate_seek = accurate_seek
+        self.stream_loop = stream_loop
+        rate = 1.0 if realtime else readrate  # ffmpeg: -re is -readrate 1; -readrate 0 does not pace
+        self._pacer = Pacer(rate, readrate_initial_burst) if rate else None
+        self.autorotate = autorotate
+        self._override: Matrix | None = None
+        if display_rotation is not None or display_hflip or display_vflip:
+            self._override = matrix_from_options(display_rotation, display_hflip, display_vflip)
+        #: The display matrix of the stream (None until the first frame, unless overridden).
+        self.display_matrix: Matrix | None = self._override
         start = self._container.start_time
-        self._offset_us = -start if start is not None and self.format != "lavfi" else 0
-        if not self.video:
-            self._stream: Any = None
-            return
-        self._stream = self._container.streams.video[0]
-        ctx = self._stream.codec_context
-        if threads == "auto" or int(threads) != 1:
-            ctx.thread_type = "AUTO"
-            if threads != "auto":
-                ctx.thread_count = int(threads)
+        self._start_us = start if start is not None and self.format != "lavfi" else 0
+        self._offset_us = (parse_time(itsoffset, "itsoffset") or 0) - (self._seek_us or 0) - self._start_us
+        self.frames_read = 0
+        self._pushed = self._passed = 0
+        self._loop_end: int | None = None
+        self._loop_start: int | None = None
+        self._out_sar: Fraction | None = None
+        self._ahead: list[Frame] = []
+        self._error: AvdnnError | None = None
+        self._gen: Generator[Frame, None, None] | None = None
+        self._filters: InputFilters | None = None
+        if self._seek_us is not None:
+            self._seek(self._seek_us + self._start_us)
 
     def use_video(self, index: int | None) -> None:
         """Decode input stream ``index`` for the chain (None: no video is decoded, e.g. -c:v copy)."""
         if index is None:
-            self._stream = None
-            self.video = False
+            self._stream, self.decoder, self.video = None, None, False
             return
         stream = self._container.streams[index]
         if stream is not self._stream:
-            ctx = stream.codec_context
-            ctx.thread_type = self._stream.codec_context.thread_type if self._stream is not None else "AUTO"
             self._stream = stream
+            if self._discard is not None:
+                stream.discard = _discard(self._discard)
+            self.decoder = VideoDecoder(stream, **self._decoder_args)
         self.video = True
 
     @property
@@ -103,62 +187,175 @@ class Source:
 
     @property
     def offset(self) -> Fraction:
-        """Seconds added to every timestamp (ffmpeg's ts_offset: minus the input's start time)."""
-        return Fraction(self._offset_us, 1_000_000)
+        """Seconds added to every timestamp: ffmpeg's ts_offset (-start time, -ss, +-itsoffset)."""
+        return Fraction(self._offset_us, AV_TIME_BASE)
+
+    # -- counters -------------------------------------------------------------------------
+
+    @property
+    def errors(self) -> dict[str, int]:
+        """Decode failures by cause: ``send_packet``, ``receive_frame``, ``corrupt_frame``."""
+        return dict(self.decoder.errors) if self.decoder is not None else {}
+
+    @property
+    def frames_concealed(self) -> int:
+        return self.decoder.frames_concealed if self.decoder is not None else 0
+
+    @property
+    def packets_corrupt(self) -> int:
+        return self.decoder.packets_corrupt if self.decoder is not None else 0
+
+    @property
+    def decode_errors(self) -> int:
+        return self.decoder.decode_errors if self.decoder is not None else 0
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Every input counter in one dict, for a run's accounting (names as the attributes)."""
+        return {"frames_read": self.frames_read, "frames_decoded": self.frames_decoded,
+                "frames_trimmed": self.frames_trimmed, "frames_concealed": self.frames_concealed,
+                "decode_errors": self.decode_errors, "packets_corrupt": self.packets_corrupt,
+                **{f"errors.{k}": v for k, v in self.errors.items()}}
+
+    @property
+    def frames_decoded(self) -> int:
+        return self.decoder.frames_decoded if self.decoder is not None else 0
+
+    # -- description ----------------------------------------------------------------------
 
     @property
     def info(self) -> StreamInfo:
         s = self._stream
+        if self.autorotate and self._override is None and self._filters is None:
+            self._peek()
         rate = s.guessed_rate or s.average_rate
         sar = s.sample_aspect_ratio
         fmt = s.codec_context.format
         dur = float(s.duration * s.time_base) if s.duration and s.time_base else None
+        width, height = s.codec_context.width, s.codec_context.height
+        if self.autorotate and swaps_axes(autorotate_filters(self.display_matrix)):
+            width, height = height, width
+            sar = 1 / Fraction(sar) if sar else None
         return StreamInfo(
-            width=s.codec_context.width,
-            height=s.codec_context.height,
+            width=width,
+            height=height,
             pix_fmt=fmt.name if fmt is not None else "",
-            time_base=Fraction(s.time_base),
+            time_base=Fraction(s.time_base or _US),
             frame_rate=Fraction(rate) if rate else None,
             sample_aspect_ratio=Fraction(sar) if sar else None,
             duration=dur if dur is not None and dur > 0 else None,
         )
 
+    def _peek(self) -> None:
+        """Decode ahead to the first frame: its side data carries the stream's display matrix."""
+        try:
+            first = next(self._frames(), None)
+        except AvdnnError as exc:
+            self._error = exc  # raised by iteration, in the run, with the run's accounting
+            return
+        if first is not None:
+            self._ahead.append(first)
+        elif self._filters is None:  # no frame at all: nothing to rotate
+            self._filters = InputFilters([])
+
+    # -- frames ---------------------------------------------------------------------------
+
     def __iter__(self) -> Iterator[Frame]:
+        while self._ahead:
+            yield self._ahead.pop(0)
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
+        yield from self._frames()
+
+    def _frames(self) -> Generator[Frame, None, None]:
+        if self._gen is None:
+            # The generator sees the Source through a weak proxy (and calls its generator methods
+            # unbound, on the proxy): a Source holding a generator that holds the Source would be
+            # a cycle, freed by the cyclic GC at some arbitrary point instead of when dropped.
+            self._gen = Source._generate(cast(Source, weakref.proxy(self)))
+        return self._gen
+
+    def _generate(self) -> Generator[Frame, None, None]:
         import av
 
         stream = self._stream
-        sides = [self._container.streams[i] for i in sorted(self.side_handlers)]
         if stream is None:
-            yield from self._demux_sides(sides)
+            self._demux_sides()
             return
-        offset = None
-        if self._offset_us:
-            offset = int(round(Fraction(self._offset_us, 1_000_000) / stream.time_base))
-        sar = stream.sample_aspect_ratio
+        tb = Fraction(stream.time_base or _US)
+        sar = Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio is not None else None
+        offset = rescale(self._offset_us, _US, tb) if self._offset_us else 0
+        loops_left = self.stream_loop
         try:
-            for packet in self._container.demux(stream, *sides):
-                if packet.stream.index != stream.index:
-                    self.side_handlers[packet.stream.index](packet)
-                    continue
-                for av_frame in packet.decode():
-                    yield self._wrap(av_frame, offset, sar)
+            while True:
+                yield from Source._one_pass(self, tb, offset, sar)
+                if loops_left == 0 or self._loop_end is None or self._trim_done():
+                    break
+                loops_left -= 1 if loops_left > 0 else 0
+                offset += self._loop_end - (self._loop_start or 0)  # ffmpeg's d->duration (seek_to_start)
+                self.decoder.reset()
+                self._seek(self._start_us, fatal=True)  # ffmpeg's seek_to_start: a failure ends the input
+            if self._filters is not None:
+                for av_frame in self._filters.flush():
+                    yield self._wrap(av_frame)
             self._end_sides()
         except AvdnnError:
             raise
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.url).with_context(pts=None) from exc
+        self.decoder.check_error_rate(self.max_error_rate)
 
-    def _demux_sides(self, sides: list[Any]) -> Iterator[Frame]:
+    def _one_pass(self, tb: Fraction, offset: int, sar: Fraction | None) -> Iterator[Frame]:
+        """Demux and decode the input once (one -stream_loop round), ending early when trimmed.
+
+        Packets of the side streams go to their handlers on the way (shifted by the loop rounds
+        before this one: the side paths add the input's own offset themselves).
+        """
+        self._loop_end = self._loop_start = None
+        video = self._stream.index
+        sides = [self._container.streams[i] for i in sorted(self.side_handlers)]
+        looped = (offset - (rescale(self._offset_us, _US, tb) if self._offset_us else 0)) * tb
+        for packet in self._container.demux(self._stream, *sides):
+            if packet.stream.index != video:
+                self._side_packet(packet, looped)
+                continue
+            if packet.dts is None and packet.pts is None and packet.size == 0:
+                continue  # PyAV's end-of-stream marker: flush() below drains the decoder
+            if packet.pts is not None:  # the extent of a round, as ffmpeg tracks max_pts/min_pts
+                end = packet.pts + (packet.duration or 0)
+                self._loop_end = end if self._loop_end is None else max(self._loop_end, end)
+                self._loop_start = packet.pts if self._loop_start is None else min(self._loop_start, packet.pts)
+            if self._pacer is not None and packet.dts is not None:
+                self._pacer.wait(float((packet.dts + offset) * tb))
+            for av_frame in self.decoder.decode(packet):
+                yield from Source._emit(self, av_frame, offset, sar)
+            if self._trim_done():
+                return
+        for av_frame in self.decoder.flush():
+            yield from Source._emit(self, av_frame, offset, sar)
+
+    def _side_packet(self, packet: Any, looped: Fraction) -> None:
+        if looped and packet.time_base:
+            shift = rescale(1, looped, Fraction(packet.time_base))
+            if packet.pts is not None:
+                packet.pts += shift
+            if packet.dts is not None:
+                packet.dts += shift
+        self.side_handlers[packet.stream.index](packet)
+
+    def _demux_sides(self) -> None:
         """No video to decode: the demuxer feeds the side streams only (an audio-only output)."""
         import av
 
+        sides = [self._container.streams[i] for i in sorted(self.side_handlers)]
         try:
-            for packet in self._container.demux(*sides):
-                self.side_handlers[packet.stream.index](packet)
+            if sides:
+                for packet in self._container.demux(*sides):
+                    self.side_handlers[packet.stream.index](packet)
             self._end_sides()
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.url) from exc
-        yield from ()
 
     def drain_sides(self, done: Callable[[], bool]) -> None:
         """After the video stopped early: keep demuxing the side streams until ``done()`` says so.
@@ -169,7 +366,7 @@ class Source:
         import av
 
         sides = [self._container.streams[i] for i in sorted(self.side_handlers)]
-        if not sides or done():
+        if not sides or not self.side_ends or done():
             return
         try:
             for packet in self._container.demux(*sides):
@@ -185,26 +382,84 @@ class Source:
         for end in ends:
             end()
 
-    def _wrap(self, av_frame: Any, offset: int | None, sar: Any) -> Frame:
-        if av_frame.pts is None:
-            av_frame.pts = getattr(av_frame, "best_effort_timestamp", None) or av_frame.dts
-        if offset is not None and av_frame.pts is not None:
+    def _trim_done(self) -> bool:
+        return self._filters is not None and self._filters.finished
+
+    def _emit(self, av_frame: Any, offset: int, sar: Fraction | None) -> Iterator[Frame]:
+        """Put a decoded frame on the output timeline and through the input filters."""
+        if av_frame.pts is None:  # ffmpeg takes best_effort_timestamp, which PyAV does not expose
+            av_frame.pts = av_frame.dts
+        if offset and av_frame.pts is not None:
             av_frame.pts += offset
+        if self._filters is None:
+            if self.autorotate and self._override is None:
+                self.display_matrix = display_matrix(av_frame)  # not av_frame.side_data: see framedata
+            self._filters = self._make_filters(sar)
+        if not self._filters.filters:
+            yield self._wrap(av_frame)
+            return
+        self._pushed += 1
+        for out in self._filters.push(av_frame):
+            yield self._wrap(out)
+
+    @property
+    def frames_trimmed(self) -> int:
+        """Decoded frames the input trim dropped (-ss with accurate seek, -t, -to)."""
+        return self._pushed - self._passed
+
+    def _make_filters(self, sar: Fraction | None) -> InputFilters:
+        chain: FilterList = []
+        if self.autorotate and self.display_matrix is not None:
+            chain += autorotate_filters(self.display_matrix)
+            chain.append(("sidedata", "mode=delete:type=DISPLAYMATRIX"))  # the output carries no rotation
+        trim = []
+        if self._seek_us is not None and self.accurate_seek:
+            trim.append("start=0us")
+        if self._recording_us is not None:
+            trim.append(f"duration={self._recording_us}us")
+        if trim:
+            chain.append(("trim", ":".join(trim)))
+        self._out_sar = 1 / sar if sar and swaps_axes(chain) else sar
+        return InputFilters(chain, sample_aspect_ratio=sar)
+
+    def _wrap(self, av_frame: Any) -> Frame:
         frame = Frame.from_av(av_frame)
-        frame.sample_aspect_ratio = Fraction(sar) if sar else None
+        frame.sample_aspect_ratio = self._out_sar
         self.frames_read += 1
+        if self._filters is not None and self._filters.filters:
+            self._passed += 1
         return frame
+
+    def _seek(self, ts: int, *, fatal: bool = False) -> None:
+        """avformat_seek_file(ic, -1, INT64_MIN, ts, ts, 0), as ffmpeg's demuxer calls it (ts in us).
+
+        A failed ``-ss`` seek is a warning and the input is read from where it is; a failed
+        ``-stream_loop`` rewind is the input's error (``fatal``), as in ffmpeg.
+        """
+        import av
+
+        if not (self._container.format.flags & _AVFMT_SEEK_TO_PTS) and any(
+                s.type == "video" and s.codec_context.has_b_frames for s in self._container.streams):
+            ts -= 3 * AV_TIME_BASE // 23  # ffmpeg's dts heuristic for streams with a video delay
+        try:
+            self._container.seek(ts, backward=True)
+        except av.FFmpegError:
+            if fatal:
+                raise
+            log.warning("%s: could not seek to position %.3f", self.url, ts / AV_TIME_BASE)
 
     def close(self) -> None:
         # Park the decoder's frame threads first, with the GIL released (flush_buffers is nogil):
         # freeing a frame-threaded decoder from a dealloc holds the GIL while it joins workers,
         # and a worker logging through PyAV's Python log callback then deadlocks (seen with
         # h264 stopped early by -frames:v while the CLI forwards FFmpeg's log lines).
-        try:
+        with contextlib.suppress(Exception):  # closing must not fail on a decoder that never opened
             if self._stream is not None:
                 self._stream.codec_context.flush_buffers()
-        except Exception:  # noqa: BLE001 - closing must not fail on a decoder that never opened
-            pass
+        gen, self._gen, self._ahead = self._gen, None, []
+        if gen is not None:  # end the demux loop before its container goes
+            with contextlib.suppress(ValueError):  # still running on a reader thread: it ends by itself
+                gen.close()
         self._container.close()
 
     def __enter__(self) -> Source:
@@ -212,3 +467,28 @@ class Source:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: ffmpeg's -discard values (AVDiscard constants) by PyAV's names for them.
+_DISCARD = {"none": "none", "default": "default", "noref": "nonref", "bidir": "bidir", "nointra": "nonintra",
+            "nokey": "nonkey", "all": "all"}
+
+
+def _discard(value: str) -> Any:
+    import av.stream
+
+    if value not in _DISCARD:
+        raise InvalidArgumentError(f"Unable to parse option value \"{value}\"", option="discard")
+    return av.stream.Discard[_DISCARD[value]]
+
+
+def _recording_time(seek: int | None, duration: int | None, to: int | None) -> int | None:
+    """ffmpeg's input recording_time: -t, else -to less -ss; -to before -ss is refused."""
+    if duration is not None:
+        return duration
+    if to is None:
+        return None
+    start = seek or 0
+    if to <= start:
+        raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
+    return to - start

@@ -1,0 +1,105 @@
+"""Input timing as the ffmpeg CLI does it: time values, timestamp rescaling and -re pacing.
+
+ffmpeg keeps every input time in microseconds (AV_TIME_BASE) and moves timestamps between
+time bases with av_rescale_q's round-to-nearest; doing the same integer arithmetic here is
+what makes a shifted pts equal ffmpeg's to the tick. Pacing (``-re``, ``-readrate``) follows
+fftools/ffmpeg_demux.c's readrate_sleep: a packet may leave once the wall clock since the
+first packet, times the rate, has reached its dts, less an initial burst.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+from ..errors import InvalidArgumentError
+
+AV_TIME_BASE = 1_000_000
+
+_SEXAGESIMAL = re.compile(r"^(-)?(?:(\d+):)?(\d+):(\d+(?:\.\d*)?)$")
+_SECONDS = re.compile(r"^(-)?(\d+(?:\.\d*)?|\.\d+)(s|ms|us)?$")
+_UNIT = {"s": 1_000_000, "ms": 1_000, "us": 1, None: 1_000_000}
+
+
+def parse_time(value: float | int | str | None, option: str) -> int | None:
+    """A time option as microseconds: seconds as a number, or ffmpeg's duration syntax.
+
+    Strings follow av_parse_time's duration form: ``[-][HH:]MM:SS[.m...]`` or
+    ``[-]S+[.m...][s|ms|us]``.
+    """
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return round(Fraction(value) * AV_TIME_BASE)
+    text = str(value).strip()
+    try:
+        m = _SEXAGESIMAL.match(text)
+        if m:
+            sign, hh, mm, ss = m.groups()
+            us = ((int(hh or 0) * 60 + int(mm)) * 60) * AV_TIME_BASE + int(Decimal(ss) * AV_TIME_BASE)
+            return -us if sign else us
+        m = _SECONDS.match(text)
+        if m:
+            sign, num, unit = m.groups()
+            us = int(Decimal(num) * _UNIT[unit])
+            return -us if sign else us
+    except InvalidOperation:
+        pass
+    raise InvalidArgumentError(f"Invalid duration specification for {option}: {value}", option=option)
+
+
+def rescale(value: int, src: Fraction, dst: Fraction) -> int:
+    """av_rescale_q(value, src, dst) with AV_ROUND_NEAR_INF (halves away from zero)."""
+    num = value * src.numerator * dst.denominator
+    den = src.denominator * dst.numerator
+    q, r = divmod(abs(num), den)
+    if 2 * r >= den:
+        q += 1
+    return q if num >= 0 else -q
+
+
+def check_readrate(rate: float | None, burst: float) -> None:
+    """ffmpeg_demux.c's checks of -readrate and -readrate_initial_burst, in its words."""
+    for name, value in (("readrate", rate or 0.0), ("readrate_initial_burst", burst)):
+        if value < 0:
+            raise InvalidArgumentError(f"Option -{name} is {value:0.3f}; it must be non-negative.", option=name)
+
+
+class Pacer:
+    """``-re``/``-readrate``: hold each packet until the wall clock reaches its timestamp.
+
+    ``rate`` is ffmpeg's readrate (``-re`` is 1); ``burst`` is -readrate_initial_burst (0.5 s by
+    default), the stretch read at full speed first. The clock and the sleep are injectable so
+    the policy is tested without waiting.
+    """
+
+    def __init__(
+        self,
+        rate: float = 1.0,
+        burst: float = 0.5,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        check_readrate(rate, burst)
+        if rate == 0:
+            raise InvalidArgumentError("-readrate 0 reads at full speed: no Pacer is needed", option="readrate")
+        self.rate, self.burst = rate, burst
+        self._clock, self._sleep = clock, sleep
+        self._start: float | None = None
+        self._first: float | None = None
+
+    def wait(self, ts: float | None) -> None:
+        """Block until a packet with timestamp ``ts`` (seconds) may be read."""
+        if ts is None:
+            return
+        now = self._clock()
+        if self._start is None or self._first is None:
+            self._start, self._first = now, ts
+            return
+        allowed = self._first + self.rate * (now - self._start) + self.burst
+        if ts > allowed:
+            self._sleep(ts - allowed)  # as readrate_sleep: the lead in media time, slept once
