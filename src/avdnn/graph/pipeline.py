@@ -59,12 +59,13 @@ class Pipeline:
         tail = _output_format_tail(sink)
         self.stages = build_stages(chain, tail=tail)
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
-        self._in_rate = source.info.frame_rate if source.video else None
         for side in sink.sides if sink is not None else ():
             # streams around the chain: fed by the demuxer that reads the video, on its thread
+            # (registered before anything reads the input: autorotation decodes a frame ahead)
             source.side_handlers[side.in_index] = side.packet
             source.side_ends.append(side.end)
             self.stats.streams.append(side.stats)
+        self._in_rate = source.info.frame_rate if source.video else None
         self._closed = False
         self._eof = False  # the input was read to its end
         self._cut_short = False  # a stage took no more input (trim): the ones before it stopped early
