@@ -262,7 +262,7 @@ def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bite
                                    option="vf")
     source.use_video(None if video is None else video.index)
     sides = build_sides(streams, opts, video_stream=video, offset=source.offset, bitexact=bitexact,
-                        defaults=defaults, chain_given=chain_given)
+                        defaults=defaults, chain_given=chain_given, input_trim=source.input_trim)
     if sink.muxer_name not in ("md5", "framemd5", "hash", "framehash", "crc", "framecrc"):
         sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
             streams, sides, opts, container=source.container, global_tags=sink.metadata,

@@ -40,6 +40,19 @@ BBB_CASES = {
     "out_size_name_and_chain": ["-t", "0.5", "-s", "qvga", "-vf", "hflip"],
 }
 
+#: input options (before -i) with the audio kept: the trims and loops reach every stream
+BBB_INPUT_CASES = {
+    "in_ss_audio_pcm": (["-ss", "1"], ["-t", "1"]),
+    "in_ss_audio_copy": (["-ss", "1"], ["-t", "1", "-c:a", "copy"]),
+    "in_ss_t_audio_pcm": (["-ss", "1", "-t", "1"], []),
+    "in_ss_t_audio_copy": (["-ss", "1", "-t", "1"], ["-c:a", "copy"]),
+    "in_ss_to": (["-ss", "0.5", "-to", "2"], ["-c:a", "copy", "-s", "64x36"]),
+    "in_itsoffset": (["-itsoffset", "0.5"], ["-t", "1", "-c:a", "copy"]),
+    "in_noaccurate_seek": (["-ss", "0.5", "-noaccurate_seek"], ["-t", "1", "-s", "64x36"]),
+    "in_stream_loop": (["-stream_loop", "1"], ["-t", "7", "-c:a", "copy", "-s", "64x36"]),
+    "in_stream_loop_ss": (["-stream_loop", "1"], ["-ss", "4", "-t", "3", "-s", "64x36"]),
+}
+
 MKV_CASES = {
     "default": [],
     "map_all_copy_sub": ["-map", "0", "-c:a", "copy", "-c:s", "copy"],
@@ -82,6 +95,22 @@ def _same(ffmpeg: str, args: list[str]) -> None:
 @pytest.mark.parametrize("case", sorted(BBB_CASES))
 def test_bigbuckbunny_streams_as_ffmpeg(case: str, ffmpeg: str, clip: dict[str, str]) -> None:
     _same(ffmpeg, ["-i", clip["bigbuckbunny"], *BBB_CASES[case]])
+
+
+@pytest.mark.parametrize("case", sorted(BBB_INPUT_CASES))
+def test_input_options_reach_every_stream(case: str, ffmpeg: str, clip: dict[str, str]) -> None:
+    before, after = BBB_INPUT_CASES[case]
+    _same(ffmpeg, [*before, "-i", clip["bigbuckbunny"], *after])
+
+
+@pytest.mark.parametrize("args", [
+    ["-stream_loop", "1", "-i", "MKV", "-c", "copy"],
+    ["-stream_loop", "1", "-i", "MKV"],
+    ["-stream_loop", "2", "-t", "2.5", "-i", "MKV", "-map", "0:v", "-map", "0:a:1", "-c:a", "copy"],
+])
+def test_stream_loop_with_audio(args: list[str], ffmpeg: str, multi_mkv: str) -> None:
+    """ffmpeg's loop duration spans every stream (the audio decoder's end included) and rewinds the decoders."""
+    _same(ffmpeg, [multi_mkv if a == "MKV" else a for a in args])
 
 
 @pytest.mark.parametrize("case", sorted(MKV_CASES))

@@ -62,8 +62,7 @@ class Pipeline:
         for side in sink.sides if sink is not None else ():
             # streams around the chain: fed by the demuxer that reads the video, on its thread
             # (registered before anything reads the input: autorotation decodes a frame ahead)
-            source.side_handlers[side.in_index] = side.packet
-            source.side_ends.append(side.end)
+            source.attach_side(side.in_index, side.packet, side.end, side.loop, decodes_audio=side.decodes_audio)
             self.stats.streams.append(side.stats)
         self._in_rate = source.info.frame_rate if source.video else None
         self._closed = False

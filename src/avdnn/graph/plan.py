@@ -201,7 +201,8 @@ def _auto_subtitle(streams: list[Any], muxer_codec: str | None, opts: StreamOpti
 
 
 def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, offset: Any, bitexact: bool,
-                defaults: dict[str, str | None], chain_given: bool) -> list[SidePath]:
+                defaults: dict[str, str | None], chain_given: bool,
+                input_trim: tuple[int | None, int | None] = (None, None)) -> list[SidePath]:
     """One path per output stream other than the chain's video, in output order."""
     sides: list[SidePath] = []
     counts: dict[str, int] = {}
@@ -222,10 +223,11 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
                 raise NotFoundError("Automatic encoder selection failed: the output format has no default "
                                     "subtitle encoder; choose one with -c:s", code=AVERROR_ENCODER_NOT_FOUND,
                                     option="c:s")
-            sides.append(SubtitleEncodePath(stream, out_index, codec=codec, offset=offset, label=label))
+            sides.append(SubtitleEncodePath(stream, out_index, codec=codec, offset=offset, label=label,
+                                            input_trim=input_trim))
             continue
         if stream.type in ("data", "attachment") or codec == "copy":
-            sides.append(CopyPath(stream, out_index, offset=offset, label=label))
+            sides.append(CopyPath(stream, out_index, offset=offset, label=label, input_trim=input_trim))
             continue
         if stream.type == "video":
             raise NotSupportedError(f"a second video stream (0:{stream.index}) can only be copied (-c:v copy) "
@@ -240,7 +242,7 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
             return None if text is None else _number(text, name)
 
         sides.append(AudioEncodePath(
-            stream, out_index, codec=codec, offset=offset, label=label, bitexact=bitexact,
+            stream, out_index, codec=codec, offset=offset, label=label, bitexact=bitexact, input_trim=input_trim,
             bit_rate=num("b"), sample_rate=num("ar"), channels=num("ac"),
             filters=_parse_audio_chain(opts.audio_filters), filters_text=opts.audio_filters,
         ))

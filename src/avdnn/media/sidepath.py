@@ -95,8 +95,11 @@ class SidePath:
     #: The time base of the packets this path hands to the output.
     time_base: Fraction
 
-    def __init__(self, stream: Any, out_index: int, *, offset: Fraction = Fraction(0), label: str = "") -> None:
+    def __init__(self, stream: Any, out_index: int, *, offset: Fraction = Fraction(0), label: str = "",
+                 input_trim: tuple[int | None, int | None] = (None, None)) -> None:
         self.stream = stream
+        #: The input's own trim (-ss with accurate seek, -t/-to), in microseconds: (start, duration).
+        self.input_trim = input_trim
         self.in_index: int = stream.index
         self.out_index = out_index
         #: Seconds added to every timestamp (minus the input start time, plus -itsoffset).
@@ -120,6 +123,13 @@ class SidePath:
 
     def on_video(self) -> None:
         """The video stream advanced or ended (only paths that wait on it care)."""
+
+    #: Whether this path decodes audio (ffmpeg then takes a -stream_loop round's end from the decoder).
+    decodes_audio = False
+
+    def loop(self) -> tuple[int, Fraction] | None:
+        """-stream_loop rewinds the input: reset for the next round; the end (ts, tb) it decoded, if any."""
+        return None
 
     def packet(self, packet: Any) -> None:
         raise NotImplementedError
@@ -175,6 +185,12 @@ class CopyPath(SidePath):
                 packet.dts += self._shift
         ts = packet.dts if packet.dts is not None else packet.pts
         dts_us = rescale(ts, tb, _US) if ts is not None else None
+        in_end = self.input_trim[1]
+        if in_end is not None and dts_us is not None and dts_us >= in_end:
+            # ffmpeg's demuxer: a stream of an input with -t/-to ends at that time
+            self.stats.drop("input -t/-to reached")
+            self.end()
+            return
         start = self.sink.start_time
         rec = self.sink.recording_time
         if rec is not None and dts_us is not None and dts_us >= rec + (start or 0):
@@ -205,7 +221,7 @@ class CopyPath(SidePath):
             self.sink.end_side(self)
 
 
-class AudioEncodePath(SidePath):
+class AudioEncodePath(SidePath):  # noqa: PLR0904 - one stream's whole path
     """Decode, filter (``-af`` + ffmpeg's aformat for the encoder) and encode one audio stream.
 
     The encoder belongs to the output (it is created with the output's header); decoded frames
@@ -214,6 +230,7 @@ class AudioEncodePath(SidePath):
     """
 
     media_type = "audio"
+    decodes_audio = True
 
     def __init__(self, stream: Any, out_index: int, *, codec: str,
                  filters: Sequence[tuple[str, str | None]] = (), filters_text: str = "",
@@ -236,7 +253,11 @@ class AudioEncodePath(SidePath):
         self._dec = stream.codec_context
         self._dec.thread_type = "AUTO"
         fmt = self._aformat(sample_rate, channels)
-        self._filters = [*filters, *([("aformat", fmt)] if fmt else [])]
+        in_start, in_dur = self.input_trim
+        trim = ":".join(arg for arg in (None if in_start is None else f"starti={in_start}us",
+                                        None if in_dur is None else f"durationi={in_dur}us") if arg)
+        # the input's trim first (ffmpeg's configure_input_audio_filter), then -af, then the aformat
+        self._filters = [*([("atrim", trim)] if trim else []), *filters, *([("aformat", fmt)] if fmt else [])]
         text = ",".join(part for part in (filters_text, f"aformat={fmt}" if fmt else "") if part)
         from .libav import probe_audio_chain
 
@@ -344,6 +365,23 @@ class AudioEncodePath(SidePath):
             raise from_av_error(exc) from exc
         for frame in frames:
             self._in(frame)
+
+    def loop(self) -> tuple[int, Fraction] | None:
+        """Drain and reset the decoder as ffmpeg does at a rewind; the end of its last frame
+        (last pts + duration estimate, in the internal time base, without the input's offset)."""
+        import av
+
+        try:
+            frames = self._dec.decode(None)
+        except av.FFmpegError as exc:
+            raise from_av_error(exc) from exc
+        for frame in frames:
+            self._in(frame)
+        self._dec.flush_buffers()
+        if self._last_pts is None:
+            return None
+        shift = rescale(1, self.offset, self._last_tb) if self.offset else 0
+        return self._last_pts + self._last_dur - shift, self._last_tb
 
     def end(self) -> None:
         import av

@@ -152,8 +152,14 @@ class Source:
         self._offset_us = (parse_time(itsoffset, "itsoffset") or 0) - (self._seek_us or 0) - self._start_us
         self.frames_read = 0
         self._pushed = self._passed = 0
-        self._loop_end: int | None = None
-        self._loop_start: int | None = None
+        # -stream_loop: ffmpeg's max_pts/min_pts over all streams and the looped duration (ts, tb)
+        self._max_pts: tuple[int, Fraction] | None = None
+        self._min_pts: tuple[int, Fraction] | None = None
+        self._duration: tuple[int, Fraction] = (0, _US)
+        #: Set when an audio stream is decoded: its decoder's end, not packet durations, extends a round.
+        self._audio_decoded = False
+        #: Called at each -stream_loop rewind; each returns its stream's end (ts, tb) or None.
+        self.side_loops: list[Callable[[], tuple[int, Fraction] | None]] = []
         self._out_sar: Fraction | None = None
         self._ahead: list[Frame] = []
         self._error: AvdnnError | None = None
@@ -161,6 +167,14 @@ class Source:
         self._filters: InputFilters | None = None
         if self._seek_us is not None:
             self._seek(self._seek_us + self._start_us)
+
+    def attach_side(self, index: int, packet: Callable[[Any], None], end: Callable[[], None],
+                    loop: Callable[[], tuple[int, Fraction] | None], *, decodes_audio: bool = False) -> None:
+        """A stream that goes around the chain: its packets, its end, and its -stream_loop rewind."""
+        self.side_handlers[index] = packet
+        self.side_ends.append(end)
+        self.side_loops.append(loop)
+        self._audio_decoded = self._audio_decoded or decodes_audio
 
     def use_video(self, index: int | None) -> None:
         """Decode input stream ``index`` for the chain (None: no video is decoded, e.g. -c:v copy)."""
@@ -189,6 +203,18 @@ class Source:
     def offset(self) -> Fraction:
         """Seconds added to every timestamp: ffmpeg's ts_offset (-start time, -ss, +-itsoffset)."""
         return Fraction(self._offset_us, AV_TIME_BASE)
+
+    @property
+    def input_trim(self) -> tuple[int | None, int | None]:
+        """(start, duration) in microseconds of the trim ffmpeg puts on every decoded stream of this
+        input (-ss with accurate seek: start 0 on the shifted timeline; -t/-to: the duration)."""
+        start = 0 if self._seek_us is not None and self.accurate_seek else None
+        return start, self._recording_us
+
+    @property
+    def recording_time(self) -> int | None:
+        """The input's -t (or -to less -ss) in microseconds: copied streams end there too."""
+        return self._recording_us
 
     # -- counters -------------------------------------------------------------------------
 
@@ -280,22 +306,17 @@ class Source:
         import av
 
         stream = self._stream
-        if stream is None:
-            self._demux_sides()
-            return
-        tb = Fraction(stream.time_base or _US)
-        sar = Fraction(stream.sample_aspect_ratio) if stream.sample_aspect_ratio is not None else None
-        offset = rescale(self._offset_us, _US, tb) if self._offset_us else 0
+        tb = Fraction(stream.time_base or _US) if stream is not None else _US
+        sar = Fraction(stream.sample_aspect_ratio) if stream is not None and stream.sample_aspect_ratio else None
+        base = rescale(self._offset_us, _US, tb) if self._offset_us else 0
         loops_left = self.stream_loop
         try:
             while True:
-                yield from Source._one_pass(self, tb, offset, sar)
-                if loops_left == 0 or self._loop_end is None or self._trim_done():
+                yield from Source._one_pass(self, tb, base + self._looped(tb), sar)
+                if loops_left == 0 or self._max_pts is None or self._trim_done():
                     break
                 loops_left -= 1 if loops_left > 0 else 0
-                offset += self._loop_end - (self._loop_start or 0)  # ffmpeg's d->duration (seek_to_start)
-                self.decoder.reset()
-                self._seek(self._start_us, fatal=True)  # ffmpeg's seek_to_start: a failure ends the input
+                Source._seek_to_start(self)
             if self._filters is not None:
                 for av_frame in self._filters.flush():
                     yield self._wrap(av_frame)
@@ -304,58 +325,75 @@ class Source:
             raise
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.url).with_context(pts=None) from exc
-        self.decoder.check_error_rate(self.max_error_rate)
+        if self.decoder is not None:
+            self.decoder.check_error_rate(self.max_error_rate)
+
+    def _looped(self, tb: Fraction) -> int:
+        """ffmpeg's d->duration (the rounds looped so far) in time base ``tb``."""
+        return rescale(self._duration[0], self._duration[1], tb) if self._duration[0] else 0
+
+    def _track(self, packet: Any, tb: Fraction) -> None:
+        """ffmpeg's max_pts/min_pts over every stream's packets (pts already moved by the loops)."""
+        if packet.pts is None:
+            return
+        end = packet.pts + (0 if self._audio_decoded else (packet.duration or 0))
+        if self._max_pts is None or Fraction(end) * tb > self._max_pts[0] * self._max_pts[1]:
+            self._max_pts = (end, tb)
+        if self._min_pts is None or Fraction(packet.pts) * tb < self._min_pts[0] * self._min_pts[1]:
+            self._min_pts = (packet.pts, tb)
+
+    def _seek_to_start(self) -> None:
+        """ffmpeg's seek_to_start: rewind, and the loop duration from max/min pts (and the audio's end)."""
+        if self.decoder is not None:
+            self.decoder.reset()
+        for loop in self.side_loops:  # the audio decoders drain; their last frame's end may extend the round
+            end = loop()
+            if end is not None and (self._max_pts is None or end[0] * end[1] > self._max_pts[0] * self._max_pts[1]):
+                self._max_pts = end
+        self._seek(self._start_us, fatal=True)  # a failure ends the input
+        assert self._max_pts is not None
+        min_ts, min_tb = self._min_pts if self._min_pts is not None else (0, self._max_pts[1])
+        self._duration = (self._max_pts[0] - rescale(min_ts, min_tb, self._max_pts[1]), self._max_pts[1])
 
     def _one_pass(self, tb: Fraction, offset: int, sar: Fraction | None) -> Iterator[Frame]:
         """Demux and decode the input once (one -stream_loop round), ending early when trimmed.
 
-        Packets of the side streams go to their handlers on the way (shifted by the loop rounds
-        before this one: the side paths add the input's own offset themselves).
+        Packets of the side streams go to their handlers on the way, moved by the rounds looped
+        before this one (the side paths add the input's own offset themselves).
         """
-        self._loop_end = self._loop_start = None
-        video = self._stream.index
-        sides = [self._container.streams[i] for i in sorted(self.side_handlers)]
-        looped = (offset - (rescale(self._offset_us, _US, tb) if self._offset_us else 0)) * tb
-        for packet in self._container.demux(self._stream, *sides):
-            if packet.stream.index != video:
-                self._side_packet(packet, looped)
-                continue
+        video = self._stream.index if self._stream is not None else -1
+        streams = [self._container.streams[i] for i in sorted(self.side_handlers)]
+        if self._stream is not None:
+            streams.insert(0, self._stream)
+        if not streams:
+            return
+        for packet in self._container.demux(*streams):
             if packet.dts is None and packet.pts is None and packet.size == 0:
+                if packet.stream.index != video:
+                    self.side_handlers[packet.stream.index](packet)
                 continue  # PyAV's end-of-stream marker: flush() below drains the decoder
-            if packet.pts is not None:  # the extent of a round, as ffmpeg tracks max_pts/min_pts
-                end = packet.pts + (packet.duration or 0)
-                self._loop_end = end if self._loop_end is None else max(self._loop_end, end)
-                self._loop_start = packet.pts if self._loop_start is None else min(self._loop_start, packet.pts)
+            ptb = Fraction(packet.time_base) if packet.time_base else tb
+            shift = self._looped(ptb)
+            if shift:
+                if packet.pts is not None:
+                    packet.pts += shift
+                if packet.dts is not None:
+                    packet.dts += shift
+            self._track(packet, ptb)
+            if packet.stream.index != video:
+                self.side_handlers[packet.stream.index](packet)
+                continue
+            packet.pts = None if packet.pts is None else packet.pts - shift  # _emit adds offset + loops
+            packet.dts = None if packet.dts is None else packet.dts - shift
             if self._pacer is not None and packet.dts is not None:
                 self._pacer.wait(float((packet.dts + offset) * tb))
             for av_frame in self.decoder.decode(packet):
                 yield from Source._emit(self, av_frame, offset, sar)
             if self._trim_done():
                 return
-        for av_frame in self.decoder.flush():
-            yield from Source._emit(self, av_frame, offset, sar)
-
-    def _side_packet(self, packet: Any, looped: Fraction) -> None:
-        if looped and packet.time_base:
-            shift = rescale(1, looped, Fraction(packet.time_base))
-            if packet.pts is not None:
-                packet.pts += shift
-            if packet.dts is not None:
-                packet.dts += shift
-        self.side_handlers[packet.stream.index](packet)
-
-    def _demux_sides(self) -> None:
-        """No video to decode: the demuxer feeds the side streams only (an audio-only output)."""
-        import av
-
-        sides = [self._container.streams[i] for i in sorted(self.side_handlers)]
-        try:
-            if sides:
-                for packet in self._container.demux(*sides):
-                    self.side_handlers[packet.stream.index](packet)
-            self._end_sides()
-        except (av.FFmpegError, OSError) as exc:
-            raise from_av_error(exc, file=self.url) from exc
+        if self.decoder is not None:
+            for av_frame in self.decoder.flush():
+                yield from Source._emit(self, av_frame, offset, sar)
 
     def drain_sides(self, done: Callable[[], bool]) -> None:
         """After the video stopped early: keep demuxing the side streams until ``done()`` says so.
