@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import avdnn
+
 import pytest
 from media_util import both, corrupt_mp4, ffmpeg_make, frame_lines
 
@@ -141,3 +143,14 @@ def test_error_rate_arithmetic() -> None:
 def test_max_error_rate_range() -> None:
     with pytest.raises(ValueError, match="max_error_rate"):
         Source("x.mp4", max_error_rate=2)
+
+
+def test_the_run_accounting_names_decode_errors(bad_carphone: Path, tmp_path: Path) -> None:
+    """The run's books carry the input's decode errors and concealed frames, and still balance."""
+    stats = avdnn.run(str(bad_carphone), output=str(tmp_path / "o.mkv"), source_options={"threads": 1},
+                      codec="ffv1")
+    counters = stats.input_counters
+    assert counters["decode_errors"] > 0 and counters["frames_decoded"] == stats.frames_read
+    assert stats.check(), stats.summary()
+    assert "decode error(s)" in stats.summary() and "concealed" in stats.summary()
+    assert stats.as_dict()["input"]["decode_errors"] == counters["decode_errors"]

@@ -316,6 +316,10 @@ class Pipeline:
                 # ffmpeg reads on until the other streams reach where the video ended
                 self.source.drain_sides(lambda: all(sink.stream_ended(s) for s in sink.sides))
         self._settle()
+        counters = getattr(self.source, "counters", None)
+        if counters is not None:
+            self.stats.input_counters = dict(counters)
+            self.stats.input_complete = self._eof
         first: BaseException | None = None
         for stage in self.stages:
             try:

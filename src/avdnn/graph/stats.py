@@ -93,6 +93,12 @@ class RunStats:
     error: AvdnnError | None = None
     #: The streams that went around the chain (audio, subtitles, copied video), one entry each.
     streams: list[StreamStats] = field(default_factory=list)
+    #: The input's decoder and trim, as media.source counts them: frames decoded, trimmed by the
+    #: input's -ss/-t, concealed (decoded with errors, kept as ffmpeg keeps them), decode errors
+    #: (packets that gave no frame) by cause.
+    input_counters: dict[str, int] = field(default_factory=dict)
+    #: Whether the input was read to its end (its counters must then balance exactly).
+    input_complete: bool = False
 
     @property
     def failures(self) -> dict[str, int]:
@@ -171,6 +177,11 @@ class RunStats:
                            f"{self.over_limit} came past -frames:v")
             if taken != self.output_in:
                 bad.append(f"the output took {self.output_in} frame(s) and accounts for {taken}")
+        ic = self.input_counters
+        if ic and self.input_complete and ic.get("frames_decoded", 0) != ic.get("frames_read", 0) + ic.get(
+                "frames_trimmed", 0):
+            bad.append(f"the input decoded {ic.get('frames_decoded')} frame(s) but gave {ic.get('frames_read')} and "
+                       f"trimmed {ic.get('frames_trimmed')}")
         for st in self.streams:
             if st.codec == "copy":
                 accounted = st.packets_written + sum(st.dropped.values()) + sum(st.failed.values())
@@ -193,6 +204,13 @@ class RunStats:
         lines += [f"  unfinished in {k}: {v}" for k, v in self.frames_unfinished.items()]
         if self.sink_duplicated:
             lines.append(f"  duplicated by output fps_mode: {self.sink_duplicated}")
+        ic = self.input_counters
+        if ic.get("frames_trimmed"):
+            lines.append(f"  trimmed by the input's -ss/-t/-to: {ic['frames_trimmed']}")
+        if ic.get("decode_errors") or ic.get("frames_concealed"):
+            causes = ", ".join(f"{k[7:]} {v}" for k, v in ic.items() if k.startswith("errors.") and v)
+            lines.append(f"  input: {ic.get('decode_errors', 0)} decode error(s) (packets that gave no frame"
+                         f"{': ' + causes if causes else ''}), {ic.get('frames_concealed', 0)} frame(s) concealed")
         for st in self.streams:
             unit = "packets" if st.codec == "copy" else f"packets ({st.codec}: {st.frames_decoded} frames decoded)"
             lines.append(f"stream {st.label}: {unit} read {st.packets_read}, written {st.packets_written}")
@@ -212,6 +230,7 @@ class RunStats:
             "streams": [{"stream": s.label, "type": s.media_type, "codec": s.codec, "packets_read": s.packets_read,
                          "packets_written": s.packets_written, "frames_decoded": s.frames_decoded,
                          "dropped": dict(s.dropped), "failed": dict(s.failed)} for s in self.streams],
+            "input": dict(self.input_counters),
             "violations": self.violations(),
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.oneline()},
         }

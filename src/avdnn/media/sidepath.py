@@ -150,6 +150,7 @@ class CopyPath(SidePath):
         self.time_base = Fraction(stream.time_base)
         self._shift = rescale(1, self.offset, self.time_base) if self.offset else 0
         self._started = False
+        self._end_cause = "the stream ended"
 
     def add_output(self, container: Any) -> Any:
         return container.add_stream_from_template(self.stream)
@@ -175,7 +176,7 @@ class CopyPath(SidePath):
             return  # the demuxer's flush packet
         self.stats.packets_read += 1
         if self.ended:
-            self.stats.drop("output -t/-to reached")
+            self.stats.drop(self._end_cause)
             return
         tb = self.time_base
         if self._shift:
@@ -188,13 +189,15 @@ class CopyPath(SidePath):
         in_end = self.input_trim[1]
         if in_end is not None and dts_us is not None and dts_us >= in_end:
             # ffmpeg's demuxer: a stream of an input with -t/-to ends at that time
-            self.stats.drop("input -t/-to reached")
+            self._end_cause = "input -t/-to reached"
+            self.stats.drop(self._end_cause)
             self.end()
             return
         start = self.sink.start_time
         rec = self.sink.recording_time
         if rec is not None and dts_us is not None and dts_us >= rec + (start or 0):
-            self.stats.drop("output -t/-to reached")
+            self._end_cause = "output -t/-to reached"
+            self.stats.drop(self._end_cause)
             self.end()
             return
         if not self._started:
