@@ -267,6 +267,7 @@ def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bite
         sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
             streams, sides, opts, container=source.container, global_tags=sink.metadata,
             bitexact=sink.bitexact, video_encoder=None if video is None else sink.codec_name)
+    sink.display_matrix = lambda: source.output_display_matrix
     sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
 
 

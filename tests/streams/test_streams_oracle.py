@@ -293,3 +293,22 @@ def test_a_slow_chain_neither_desyncs_nor_grows_the_audio_buffers(clip: dict[str
     assert res.out == fast.out  # same packets, same interleaving: nothing desynchronised
     # 3 s of audio is 141 packets; the interleaver held only what the video pipeline's depth allows
     assert peaks and peaks[0] <= 48, peaks  # measured: 21 (slow) and 24 (fast)
+
+
+@pytest.mark.parametrize("autorotate", [[], ["-noautorotate"]])
+def test_the_display_matrix_of_a_file_output(autorotate: list[str], ffmpeg: str, clip: dict[str, str],
+                                             tmp_path: Path) -> None:
+    """Applied by default (the output carries none); kept on the output with -noautorotate, as ffmpeg."""
+    rotated = tmp_path / "rot.mp4"
+    assert run_ffmpeg(ffmpeg, ["-display_rotation", "90", "-i", clip["carphone"], "-c", "copy", str(rotated)]).rc == 0
+    ours, theirs = tmp_path / "a.mp4", tmp_path / "f.mp4"
+    args = [*autorotate, "-i", str(rotated), "-c:v", "mpeg4"]
+    assert run_ffmpeg(ffmpeg, [*args, str(theirs)]).rc == 0
+    res = run_cli(["-hide_banner", "-loglevel", "error", *args, str(ours)])
+    assert res.rc == 0, res.err
+
+    def banner(path: Path) -> list[str]:
+        return [line.split(",")[0] for line in _tags(ffmpeg, path) if "Display Matrix" in line or "Video:" in line]
+
+    assert banner(ours) == banner(theirs)
+    assert any("Display Matrix" in line for line in banner(theirs)) == bool(autorotate)

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any, BinaryIO
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import AvdnnError, InvalidArgumentError, IOFailureError, NotFoundError, from_av_error
 from .frame import Frame
@@ -94,6 +94,9 @@ class Sink:
         self.recording_time = recording_time
         #: Output -s WxH: the chain's frames are scaled to this size, as ffmpeg's autoscale does.
         self.size = size
+        #: Gives the display matrix the video stream carries (the input's, with -noautorotate), read
+        #: when the encoder opens on the first frame.
+        self.display_matrix: Callable[[], Sequence[int] | None] | None = None
         self._hash: HashMuxer | None = None
         self._container: Any = None
         self.set_streams((), 0)  # replaced below; set so that abort() works at any point
@@ -308,6 +311,9 @@ class Sink:
         else:
             enc.field_order = 1  # AV_FIELD_PROGRESSIVE
         if stream is not None:
+            matrix = self.display_matrix() if self.display_matrix is not None else None
+            if matrix is not None:
+                stream.set_display_matrix(list(matrix))
             enc.open(strict=False)
             self._enc = stream
             return stream

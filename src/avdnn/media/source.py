@@ -205,6 +205,12 @@ class Source:
         return Fraction(self._offset_us, AV_TIME_BASE)
 
     @property
+    def output_display_matrix(self) -> Matrix | None:
+        """The matrix an output's video stream carries: the input's, when it was not applied
+        (-noautorotate), as ffmpeg copies the stream's display matrix side data."""
+        return None if self.autorotate else self.display_matrix
+
+    @property
     def input_trim(self) -> tuple[int | None, int | None]:
         """(start, duration) in microseconds of the trim ffmpeg puts on every decoded stream of this
         input (-ss with accurate seek: start 0 on the shifted timeline; -t/-to: the duration)."""
@@ -430,7 +436,7 @@ class Source:
         if offset and av_frame.pts is not None:
             av_frame.pts += offset
         if self._filters is None:
-            if self.autorotate and self._override is None:
+            if self._override is None:  # with -noautorotate too: the output then carries the matrix
                 self.display_matrix = display_matrix(av_frame)  # not av_frame.side_data: see framedata
             self._filters = self._make_filters(sar)
         if not self._filters.filters:
