@@ -138,7 +138,7 @@ def run(
     ``audio_channels``, ``audio_filters`` (``-af``) and ``subtitle_codec`` select and shape them;
     ``stream_options`` takes all of them (and per-stream specifiers) at once, as the CLI does.
     ``start_time``, ``recording_time`` and ``stop_time`` are the output's ``-ss``, ``-t`` and
-    ``-to`` (seconds, or ffmpeg's duration text; an int is microseconds, as ffmpeg keeps them).
+    ``-to`` (seconds, or ffmpeg's duration text such as ``"00:01:02.5"``).
     """
     start_us = _duration(start_time, "ss")
     rec_us = _duration(recording_time, "t")
@@ -217,10 +217,10 @@ def _size(size: tuple[int, int] | str | None) -> tuple[int, int] | None:
 
 
 def _duration(value: int | float | str | None, option: str) -> int | None:
-    """An ffmpeg duration in microseconds: an int is microseconds, a float seconds, a str ffmpeg's text."""
-    if value is None or isinstance(value, int):
-        return value
-    if isinstance(value, float):
+    """An ffmpeg duration in microseconds: a number is seconds, a string ffmpeg's text (``"1:02.5"``)."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
         return round(value * 1_000_000)
     from .media.values import parse_duration
 

@@ -68,10 +68,10 @@ class Args:
     format_options: dict[str, str] = field(default_factory=dict)
     streams: StreamOptions = field(default_factory=StreamOptions)
     metadata: dict[str, str] = field(default_factory=dict)
-    #: output -ss, -t, -to in microseconds
-    start_time: int | None = None
-    recording_time: int | None = None
-    stop_time: int | None = None
+    #: output -ss, -t, -to as given (ffmpeg's duration syntax)
+    start_time: str | None = None
+    recording_time: str | None = None
+    stop_time: str | None = None
     size: tuple[int, int] | None = None
     output: str | None = None
 
@@ -237,13 +237,13 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
     elif name in ("ss", "t", "to"):
         from .media.values import parse_duration
 
-        us = parse_duration(val, name)
+        parse_duration(val, name)  # checked here, so the error names the option before anything opens
         if name == "ss":
-            a.start_time = us
+            a.start_time = val
         elif name == "t":
-            a.recording_time = us
+            a.recording_time = val
         else:
-            a.stop_time = us
+            a.stop_time = val
     elif name == "metadata":
         key, sep, v = val.partition("=")
         if not sep:
