@@ -140,9 +140,11 @@ def run(
     ``start_time``, ``recording_time`` and ``stop_time`` are the output's ``-ss``, ``-t`` and
     ``-to`` (seconds, or ffmpeg's duration text such as ``"00:01:02.5"``).
     """
-    start_us = _duration(start_time, "ss")
-    rec_us = _duration(recording_time, "t")
-    stop_us = _duration(stop_time, "to")
+    from .media.timing import parse_time
+
+    start_us = parse_time(start_time, "ss")
+    rec_us = parse_time(recording_time, "t")
+    stop_us = parse_time(stop_time, "to")
     if rec_us is None and stop_us is not None:
         rec_us = stop_us - (start_us or 0)
         if rec_us <= 0:
@@ -214,17 +216,6 @@ def _size(size: tuple[int, int] | str | None) -> tuple[int, int] | None:
     from .media.values import parse_size
 
     return parse_size(size)
-
-
-def _duration(value: int | float | str | None, option: str) -> int | None:
-    """An ffmpeg duration in microseconds: a number is seconds, a string ffmpeg's text (``"1:02.5"``)."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return round(value * 1_000_000)
-    from .media.values import parse_duration
-
-    return parse_duration(value, option)
 
 
 def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, vn: bool, an: bool,  # noqa: A002

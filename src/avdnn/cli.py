@@ -235,9 +235,9 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
     elif name == "map":
         st.maps.append(val)
     elif name in ("ss", "t", "to"):
-        from .media.values import parse_duration
+        from .media.timing import parse_time
 
-        parse_duration(val, name)  # checked here, so the error names the option before anything opens
+        parse_time(val, name)  # checked here, so the error names the option before anything opens
         if name == "ss":
             a.start_time = val
         elif name == "t":

@@ -25,6 +25,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError, from_av_error
+from .timing import rescale
 
 if TYPE_CHECKING:
     from .sink import Sink
@@ -50,17 +51,6 @@ class StreamStats:
 
     def drop(self, cause: str, n: int = 1) -> None:
         self.dropped[cause] = self.dropped.get(cause, 0) + n
-
-
-def rescale(value: int, src: Fraction, dst: Fraction, rnd: str = "near") -> int:
-    """libavutil's av_rescale_q_rnd: ``near`` (halves away from zero, av_rescale_q), ``up``, ``down``."""
-    v = value * src / dst
-    if rnd == "up":
-        return -((-v.numerator) // v.denominator)
-    if rnd == "down":
-        return v.numerator // v.denominator
-    q = (abs(v.numerator) * 2 + v.denominator) // (2 * v.denominator)
-    return q if v >= 0 else -q
 
 
 def rescale_delta(in_tb: Fraction, in_ts: int, fs_tb: Fraction, duration: int, last: list[int | None],

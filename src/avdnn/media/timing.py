@@ -51,10 +51,15 @@ def parse_time(value: float | int | str | None, option: str) -> int | None:
     raise InvalidArgumentError(f"Invalid duration specification for {option}: {value}", option=option)
 
 
-def rescale(value: int, src: Fraction, dst: Fraction) -> int:
-    """av_rescale_q(value, src, dst) with AV_ROUND_NEAR_INF (halves away from zero)."""
+def rescale(value: int, src: Fraction, dst: Fraction, rnd: str = "near") -> int:
+    """av_rescale_q_rnd(value, src, dst): ``near`` is av_rescale_q's AV_ROUND_NEAR_INF (halves away
+    from zero), ``up`` and ``down`` round toward +inf and -inf."""
     num = value * src.numerator * dst.denominator
     den = src.denominator * dst.numerator
+    if rnd == "up":
+        return -((-num) // den)
+    if rnd == "down":
+        return num // den
     q, r = divmod(abs(num), den)
     if 2 * r >= den:
         q += 1

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from fractions import Fraction
 from typing import Generic, TypeVar
 
+from .timing import rescale
+
 T = TypeVar("T")
 NOPTS = None
 
@@ -24,23 +26,13 @@ def _llrint(x: float) -> int:
     return int(round(x))
 
 
-def _rescale_near(value: int, src: Fraction, dst: Fraction) -> int:
-    """av_rescale_q: round to nearest, halves away from zero."""
-    num = value * src.numerator * dst.denominator
-    den = src.denominator * dst.numerator
-    q, r = divmod(abs(num), den)
-    if 2 * r >= den:
-        q += 1
-    return q if num >= 0 else -q
-
-
 def _float_pts(pts: int, src: Fraction, dst: Fraction, start_us: int = 0) -> float:
     """adjust_frame_pts_to_encoder_tb: pts in the encoder time base with extra precision, minus
     the output's start time (``-ss`` as an output option)."""
     den_bits = dst.denominator.bit_length() - 1
     extra = min(max(29 - den_bits, 0), 16)
     fine = Fraction(dst.numerator, dst.denominator << extra)
-    value = (_rescale_near(pts, src, fine) - _rescale_near(start_us, Fraction(1, 1_000_000), fine)) / (1 << extra)
+    value = (rescale(pts, src, fine) - rescale(start_us, Fraction(1, 1_000_000), fine)) / (1 << extra)
     if value != _llrint(value):
         value += math.copysign(1.0 / (1 << 17), value)
     return value
