@@ -2,6 +2,8 @@
 
     avdnn [global options] [input options] -i INPUT [output options] OUTPUT
     avdnn models [NAME...]        the model zoo (avdnn.zoo)
+    avdnn batch [--workers N] ... -i PATH_OR_GLOB... -vf CHAIN [output options] -o TEMPLATE
+                                  one chain over many files, on Ray (avdnn.batch, docs/batch.md)
 
 It only calls the public API. Expected errors print one line, ``avdnn: <where>: <why>``,
 and exit with FFmpeg's status for the error code (the low byte of the AVERROR, as ffmpeg's
@@ -203,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .zoo.listing import main as models
 
         return models(argv[1:])
+    if argv[:1] == ["batch"]:
+        return _batch(argv[1:])
     try:
         args = parse_args(argv)
         level = LOG_LEVELS[args.loglevel]
@@ -263,12 +267,7 @@ def _run(args: Args, level: int) -> int:
             progress(stats, frame)
 
     try:
-        stats = api.run(
-            args.input or "", args.filters, output=args.output, input_format=args.input_format,
-            input_options=args.input_options, frames=args.frames, format=args.format, codec=args.codec,
-            pix_fmt=args.pix_fmt, rate=args.rate, overwrite=args.overwrite, bitexact=args.bitexact,
-            codec_options=args.codec_options, fps_mode=args.fps_mode, progress=on_frame,
-        )
+        stats = api.run(args.input or "", args.filters, output=args.output, progress=on_frame, **run_kwargs(args))
     except AvdnnError as exc:
         failed = getattr(exc, "stats", None)
         if failed is None:
@@ -287,6 +286,36 @@ def _run(args: Args, level: int) -> int:
     if level <= logging.INFO:
         sys.stderr.write(stats.summary() + "\n")
     return 0
+
+
+def run_kwargs(args: Args) -> dict[str, Any]:
+    """The api.run() keywords of a parsed command line (all but the input, chain, output and progress)."""
+    return {"input_format": args.input_format, "input_options": args.input_options, "frames": args.frames,
+            "format": args.format, "codec": args.codec, "pix_fmt": args.pix_fmt, "rate": args.rate,
+            "overwrite": args.overwrite, "bitexact": args.bitexact, "codec_options": args.codec_options,
+            "fps_mode": args.fps_mode}
+
+
+def _batch(argv: list[str]) -> int:
+    """``avdnn batch``: its own flags, then the main CLI's filter and output options (parsed as ``-i x ...``)."""
+    from .batch.command import run_command, split_argv
+
+    try:
+        flags, rest = split_argv(argv)
+        args = parse_args(["-i", "x", *rest])
+        if args.output is not None:
+            raise InvalidArgumentError(f"Unexpected argument '{args.output}': inputs follow -i, the output "
+                                       "template follows -o")
+        level = LOG_LEVELS[args.loglevel]
+        _setup_logging(level)
+        return run_command(flags, args.filters, run_kwargs(args), stats=args.stats, level=level)
+    except AvdnnError as exc:
+        if not _quiet(argv):
+            sys.stderr.write(f"avdnn: {exc.oneline()}\n")
+        return exit_status(exc.code)
+    except KeyboardInterrupt:
+        sys.stderr.write("avdnn: interrupted\n")
+        return 255
 
 
 def _setup_logging(level: int) -> None:
