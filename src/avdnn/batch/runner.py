@@ -34,7 +34,7 @@ from . import ledger
 from .plan import FileTask, expand_inputs, job_hash, plan
 from .progress import CorpusProgress
 from .report import BatchReport, FileReport
-from .worker import ChainWorker, JobError
+from .worker import ChainWorker, JobFailure
 
 log = logging.getLogger("avdnn.batch")
 
@@ -180,9 +180,7 @@ class _Driver:
         from ray.exceptions import RayActorError, WorkerCrashedError
 
         try:
-            rep: FileReport = ray.get(ref)
-        except JobError as exc:
-            raise self.corpus.abort(from_code(exc.code, exc.message)) from None
+            rep: FileReport | JobFailure = ray.get(ref)
         except (RayActorError, WorkerCrashedError) as exc:
             if isinstance(exc, RayActorError) and exc.actor_init_failed:
                 raise self.corpus.abort(ExternalError(
@@ -195,6 +193,8 @@ class _Driver:
             return FileReport(task.input, task.output, "failed", attempts=attempt, error={
                 "message": f"'{task.input}': the worker process died {attempt} time(s) running this file "
                            f"({_last_line(str(exc))})", "code": AVERROR_EXTERNAL})
+        if isinstance(rep, JobFailure):
+            raise self.corpus.abort(from_code(rep.code, rep.message))
         return rep
 
 
@@ -236,7 +236,8 @@ def _ray(address: str | None, workers: int, num_cpus: float, num_gpus: float) ->
         ray.init(address=address, **quiet)
     else:
         need_cpus = max(os.cpu_count() or 1, math.ceil(workers * num_cpus))
-        ray.init(num_cpus=need_cpus, num_gpus=None if num_gpus else 0, **quiet)
+        # "local": a new instance even where RAY_ADDRESS or a `ray start` on this machine exists
+        ray.init(address="local", num_cpus=need_cpus, num_gpus=None if num_gpus else 0, **quiet)
         if num_gpus:
             have = ray.cluster_resources().get("GPU", 0)
             if have < workers * num_gpus:

@@ -19,6 +19,7 @@ import errno
 import os
 import socket
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from .. import api
@@ -32,13 +33,12 @@ from .report import FileReport
 JOB_ERRORS = (OptionNotFoundError, FilterNotFoundError)
 
 
-class JobError(Exception):
-    """Carries a job-level AvdnnError back to the driver (a plain exception pickles with its cause)."""
+@dataclass(frozen=True)
+class JobFailure:
+    """What ``run`` returns instead of a report when the job itself is wrong (the driver stops the run)."""
 
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
+    message: str
+    code: int
 
 
 class ChainWorker:
@@ -58,7 +58,7 @@ class ChainWorker:
         """(node id, host, pid): answers once the actor is up."""
         return self.node, self.host, self.pid
 
-    def run(self, task: FileTask, attempt: int) -> FileReport:
+    def run(self, task: FileTask, attempt: int) -> FileReport | JobFailure:
         """Run one file; its own failures come back in the report, never as an exception."""
         start = time.monotonic()
         loads = self.keeper.loads
@@ -68,7 +68,7 @@ class ChainWorker:
             stats = self._run(task)
         except AvdnnError as exc:
             if isinstance(exc, JOB_ERRORS):
-                raise JobError(exc.oneline(), exc.code) from None
+                return JobFailure(exc.oneline(), exc.code)
             rep.error = {"message": exc.oneline(), "code": exc.code}
             if exc.stats is not None:
                 _fill(rep, exc.stats)
