@@ -24,7 +24,7 @@ from avdnn.errors import AVERROR_EXTERNAL, BackendUnavailableError, InvalidArgum
 def invert_model(tmp: Path) -> str:
     """y = 1 - x, NCHW float with dynamic dims."""
     one = numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")
-    shape = ["N", 3, "H", "W"]
+    shape: list[str | int | None] = ["N", 3, "H", "W"]
     graph = helper.make_graph([helper.make_node("Sub", ["one", "x"], ["y"])], "invert",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializer=[one])
@@ -157,7 +157,7 @@ def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 
 def test_batch_stays_callable_after_its_package_is_imported() -> None:
-    import avdnn.batch.runner  # noqa: F401 - binds the package to avdnn.batch
+    import avdnn.batch.runner  # binds the package to avdnn.batch
 
     assert callable(avdnn.batch)
 

@@ -120,25 +120,26 @@ def test_a_worker_killed_mid_file_is_retried_and_outputs_equal(tmp_path: Path) -
         os.symlink(src, folder / f"b{i}.mp4")
     chain = "scale=960:408"  # ~1 s a file here: long enough to be killed in the middle
     avdnn.run(src, chain, output=str(tmp_path / "ref.framemd5"), format="framemd5")
-    out = tmp_path / "out"
+    out, report = tmp_path / "out", tmp_path / "r.json"
     done = threading.Event()
     killed: list[tuple[str, int]] = []
     killer = threading.Thread(target=_kill_first_writer, args=(out, done, killed))
     killer.start()
     try:
-        rep = avdnn.batch(str(folder / "*.mp4"), chain, output=str(out / "{stem}.framemd5"), workers=2,
-                          format="framemd5", retries=2, progress_bar=False)
+        res = run_cli(["batch", "--workers", "2", "--retries", "2", "--report", str(report), "-i",
+                       str(folder / "*.mp4"), "-vf", chain, "-f", "framemd5", "-o", str(out / "{stem}.framemd5")])
     finally:
         done.set()
         killer.join()
     assert killed, "no worker was killed"
     stem, pid = killed[0]
-    assert rep.ok, rep.summary()
-    victim = next(f for f in rep.files if Path(f.input).stem == stem)
-    assert victim.attempts == 2 and victim.pid != pid
-    assert rep.totals["retries"] >= 1
+    assert res.rc == 0, res.err
+    files = by_stem(report)
+    assert [f["status"] for f in files.values()] == ["ok"] * 3
+    assert files[stem]["attempts"] == 2 and files[stem]["pid"] != pid
+    assert json.loads(report.read_text())["totals"]["retries"] >= 1
     ref = (tmp_path / "ref.framemd5").read_bytes()
-    assert all(Path(f.output).read_bytes() == ref for f in rep.files)
+    assert all((out / f"b{i}.framemd5").read_bytes() == ref for i in range(3))
     assert partials(out) == []  # the killed attempt's temporary file was cleaned by the retry
 
 

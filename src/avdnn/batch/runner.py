@@ -182,7 +182,7 @@ class _Driver:
         try:
             rep: FileReport | JobFailure = ray.get(ref)
         except (RayActorError, WorkerCrashedError) as exc:
-            if isinstance(exc, RayActorError) and exc.actor_init_failed:
+            if getattr(exc, "actor_init_failed", False):  # __init__ raised (an older Ray: no flag)
                 raise self.corpus.abort(ExternalError(
                     f"a batch worker could not start ({_last_line(str(exc))}); "
                     "is this avdnn installed on every node?")) from exc
