@@ -20,6 +20,8 @@ from spine_util import run_cli
 import avdnn
 
 SRC = str(Path(avdnn.__file__).resolve().parents[1])
+# before any test module imports Ray: the session's local node then binds to loopback (see import_ray)
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 @pytest.fixture(scope="session")
 def ray_env() -> Iterator[None]:
     """The environment every Ray process of the tests inherits (this checkout first on the path)."""

@@ -198,10 +198,33 @@ def test_a_chain_error_stops_the_run_with_its_code(corpus: Path, tmp_path: Path)
     assert [f["status"] for f in rep["files"]] == ["failed", "failed"]
 
 
-def test_api_returns_the_report(corpus: Path, tmp_path: Path, oracle: dict[str, bytes]) -> None:
+def test_api_returns_the_report(corpus: Path, tmp_path: Path, oracle: dict[str, bytes],
+                                capsys: pytest.CaptureFixture[str]) -> None:
     rep = avdnn.batch([str(corpus / "c2.mp4"), str(corpus / "c5.mp4")], "", output=str(tmp_path / "{name}.fmd5"),
                       workers=1, format="framemd5", progress_bar=True)
+    bar = capsys.readouterr().err
+    assert "avdnn batch" in bar and "2/2" in bar and "ok=2 failed=0" in bar  # the corpus's one progress display
     assert isinstance(rep, BatchReport) and rep.ok and rep.workers == 1
     assert [Path(f.output).name for f in rep.files] == ["c2.mp4.fmd5", "c5.mp4.fmd5"]
     assert all(Path(f.output).read_bytes() == oracle["carphone_distorted"] for f in rep.files)
-    assert rep.files[0].node and rep.files[0].host
+    assert rep.files[0].node and rep.files[0].host and rep.files[0].node_ip == "127.0.0.1"
+
+
+def test_without_address_a_local_ray_on_loopback_is_started_and_stopped(corpus: Path, tmp_path: Path,
+                                                                        oracle: dict[str, bytes]) -> None:
+    report = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "avdnn", "batch", "--num-cpus", "0.5", "--report", str(report),
+                             "-i", str(corpus / "c2.mp4"), str(corpus / "c5.mp4"), "-f", "framemd5",
+                             "-o", str(tmp_path / "o/{stem}.framemd5")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    files = by_stem(report)
+    assert {f["node_ip"] for f in files.values()} == {"127.0.0.1"}  # Ray binds loopback only for this address
+    assert len({f["pid"] for f in files.values()}) == 2  # two half-CPU workers
+    assert all((tmp_path / f"o/{s}.framemd5").read_bytes() == oracle["carphone_distorted"] for s in ("c2", "c5"))
+    for _ in range(100):  # the run's Ray is stopped with it: nothing of its process group is left
+        if not _pgid_alive(proc.pid):
+            break
+        time.sleep(0.05)
+    assert not _pgid_alive(proc.pid)

@@ -9,7 +9,7 @@ Schema (docs/batch.md)::
      "files": [{"input": "/data/a.mp4", "output": "/out/a.mkv", "status": "ok",
                 "frames_read": 120, "frames_written": 120, "frames_failed": {},
                 "frames_dropped": {}, "error": null, "seconds": 1.4, "node": "<ray node id>",
-                "host": "gpu-07", "pid": 4242, "attempts": 1, "models_loaded": 1}, ...]}
+                "host": "gpu-07", "node_ip": "10.0.0.7", "pid": 4242, "attempts": 1, "models_loaded": 1}, ...]}
 
 ``status`` is ``ok``, ``failed`` or ``skipped`` (finished by an earlier run of the same job,
 ``--resume``). ``error`` is ``{"message": ..., "code": <AVERROR>}``; ``frames_failed`` maps
@@ -40,9 +40,11 @@ class FileReport:
     frames_dropped: dict[str, int] = field(default_factory=dict)
     error: dict[str, Any] | None = None
     seconds: float = 0.0
-    #: Ray's id of the node that ran it (the last attempt), and that machine's host name.
+    #: Ray's id of the node that ran it (the last attempt), that machine's host name and the
+    #: node's address in the cluster (127.0.0.1 for the local Ray of a run without --address).
     node: str | None = None
     host: str | None = None
+    node_ip: str | None = None
     #: The worker process (the actor's pid): the same pid on many files is one chain, built once.
     pid: int | None = None
     attempts: int = 0

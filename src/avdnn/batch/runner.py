@@ -172,6 +172,9 @@ class _Driver:
             for actor in actors:
                 actor.close.remote()  # fire and forget: a dead actor's call just fails
                 ray.kill(actor, no_restart=True)
+            ips = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+            for rep in self.corpus.reports.values():
+                rep.node_ip = ips.get(rep.node or "", rep.node_ip)
 
     def _result(self, ref: Any, task: FileTask, attempt: int,
                 pending: deque[tuple[FileTask, int]]) -> FileReport | None:
