@@ -228,3 +228,21 @@ def test_without_address_a_local_ray_on_loopback_is_started_and_stopped(corpus: 
             break
         time.sleep(0.05)
     assert not _pgid_alive(proc.pid)
+
+
+def test_jsonl_sinks_in_the_chain_and_null_outputs(corpus: Path, tmp_path: Path) -> None:
+    jl = tmp_path / "jl"
+    jl.mkdir()
+    src = clips()["carphone_distorted"]
+    avdnn.run(src, f"metadata_jsonl=file={tmp_path / 'ref.jsonl'}", output=str(tmp_path / "ref.nut"), format="null")
+    inputs = [str(corpus / "c2.mp4"), str(corpus / "c5.mp4")]
+    kwargs: dict[str, Any] = {"output": str(tmp_path / "null/{stem}.nut"), "workers": 2, "format": "null",
+                              "progress_bar": False}
+    rep = avdnn.batch(inputs, f"metadata_jsonl=file={jl}/{{stem}}.jsonl", **kwargs)
+    assert rep.ok and [f.frames_written for f in rep.files] == [120, 120]
+    ref = (tmp_path / "ref.jsonl").read_text()
+    assert len(ref.splitlines()) == 120
+    assert (jl / "c2.jsonl").read_text() == ref and (jl / "c5.jsonl").read_text() == ref
+    assert not list((tmp_path / "null").glob("*.nut"))  # the null muxer writes no file...
+    again = avdnn.batch(inputs, f"metadata_jsonl=file={jl}/{{stem}}.jsonl", resume=True, **kwargs)
+    assert [f.status for f in again.files] == ["skipped", "skipped"]  # ...and its ledger entries still count
