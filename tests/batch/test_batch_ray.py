@@ -246,3 +246,15 @@ def test_jsonl_sinks_in_the_chain_and_null_outputs(corpus: Path, tmp_path: Path)
     assert not list((tmp_path / "null").glob("*.nut"))  # the null muxer writes no file...
     again = avdnn.batch(inputs, f"metadata_jsonl=file={jl}/{{stem}}.jsonl", resume=True, **kwargs)
     assert [f.status for f in again.files] == ["skipped", "skipped"]  # ...and its ledger entries still count
+
+
+def test_workers_are_capped_to_what_the_cluster_holds(corpus: Path, tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    inputs = [str(corpus / f"c{i}.mp4") for i in (2, 5)]
+    rep = avdnn.batch(inputs, "", output=str(tmp_path / "{stem}.fmd5"), workers=3, format="framemd5",
+                      progress_bar=False)  # 3 one-CPU workers on 2 CPUs: 2 run, none waits forever
+    assert rep.ok and len({f.pid for f in rep.files}) <= 2
+    assert "only 2 of the 3 workers fit" in caplog.text
+    with pytest.raises(avdnn.InvalidArgumentError, match="each needs 1 GPU, the cluster has 0"):
+        avdnn.batch(inputs, "", output=str(tmp_path / "g{stem}.fmd5"), num_gpus=1, format="framemd5",
+                    progress_bar=False)

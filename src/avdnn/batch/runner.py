@@ -151,7 +151,8 @@ class _Driver:
 
         remote = ray.remote(ChainWorker).options(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=-1,
                                                  max_task_retries=0, max_concurrency=1)
-        actors: list[Any] = [remote.remote(self.corpus.job, self.run_options) for _ in range(min(workers, len(todo)))]
+        count = min(fitting_workers(ray.cluster_resources(), workers, num_cpus, num_gpus), len(todo))
+        actors: list[Any] = [remote.remote(self.corpus.job, self.run_options) for _ in range(count)]
         pending: deque[tuple[FileTask, int]] = deque((t, 1) for t in todo)
         running: dict[Any, tuple[int, FileTask, int]] = {}
         idle = list(range(len(actors)))
@@ -201,6 +202,23 @@ class _Driver:
         return rep
 
 
+def fitting_workers(total: dict[str, float], workers: int, num_cpus: float, num_gpus: float) -> int:
+    """How many of ``workers`` the cluster's resources hold at once (an actor that never fits would
+    leave its files waiting forever); at least one, or an error naming the resource."""
+    fit = workers
+    for key, per in (("CPU", num_cpus), ("GPU", num_gpus)):
+        if per > 0:
+            have = total.get(key, 0.0)
+            n = math.floor(have / per + 1e-9)
+            if n < 1:
+                raise InvalidArgumentError(f"no worker fits: each needs {per:g} {key}, the cluster has {have:g}",
+                                           option=f"num_{key.lower()}s")
+            fit = min(fit, n)
+    if fit < workers:
+        log.warning("only %d of the %d workers fit the cluster's CPUs/GPUs; running %d", fit, workers, fit)
+    return fit
+
+
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "unknown cause"
@@ -241,13 +259,6 @@ def _ray(address: str | None, workers: int, num_cpus: float, num_gpus: float) ->
         need_cpus = max(os.cpu_count() or 1, math.ceil(workers * num_cpus))
         # "local": a new instance even where RAY_ADDRESS or a `ray start` on this machine exists
         ray.init(address="local", num_cpus=need_cpus, num_gpus=None if num_gpus else 0, **quiet)
-        if num_gpus:
-            have = ray.cluster_resources().get("GPU", 0)
-            if have < workers * num_gpus:
-                ray.shutdown()
-                raise InvalidArgumentError(f"{workers} worker(s) with num_gpus={num_gpus} need "
-                                           f"{workers * num_gpus:g} GPU(s); this machine has {have:g}",
-                                           option="num_gpus")
     try:
         yield
     finally:
