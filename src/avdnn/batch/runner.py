@@ -151,7 +151,8 @@ class _Driver:
 
         remote = ray.remote(ChainWorker).options(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=-1,
                                                  max_task_retries=0, max_concurrency=1)
-        count = min(fitting_workers(ray.cluster_resources(), workers, num_cpus, num_gpus), len(todo))
+        total = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        count = min(fitting_workers(total, workers, num_cpus, num_gpus), len(todo))
         actors: list[Any] = [remote.remote(self.corpus.job, self.run_options) for _ in range(count)]
         pending: deque[tuple[FileTask, int]] = deque((t, 1) for t in todo)
         running: dict[Any, tuple[int, FileTask, int]] = {}
