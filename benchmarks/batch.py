@@ -67,6 +67,8 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=12)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--variants", default="ray2_cli,xargs2,ray2_warm,ray1_warm",
+                    help="comma-separated subset (the per-file overheads need ray1_warm)")
     opts = ap.parse_args()
 
     import avdnn
@@ -102,10 +104,11 @@ def main() -> int:
                   f"-f null -y {out}/$(basename \"$1\").nut")
         run_checked(["xargs", "-P", "2", "-n", "1", "sh", "-c", script, "sh"], input="\n".join(files))
 
-    variants: dict[str, Callable[[], object]] = {"ray2_cli": ray_cli, "xargs2": xargs2, "ray2_warm": ray_warm(2),
-                                                 "ray1_warm": ray_warm(1)}
+    every: dict[str, Callable[[], object]] = {"ray2_cli": ray_cli, "xargs2": xargs2, "ray2_warm": ray_warm(2),
+                                              "ray1_warm": ray_warm(1)}
+    variants = {k: every[k] for k in opts.variants.split(",")}
     times: dict[str, list[float]] = {k: [] for k in variants}
-    ray_warm(1)()  # warm-up: worker processes, page cache
+    ray_warm(1)()  # warm-up: worker processes, page cache (also gives the per-file overhead below)
     names = list(variants)
     for r in range(opts.reps):
         for name in names[r % len(names):] + names[: r % len(names)]:
@@ -113,13 +116,18 @@ def main() -> int:
             print(f"round {r + 1}: {name:10s} {times[name][-1]:6.2f} s", flush=True)
     one = reports["ray1_warm"]
     inside = sum(f.seconds for f in one.files)
+    ray1 = statistics.median(times["ray1_warm"]) if "ray1_warm" in times else None
     ray.shutdown()
     startup = statistics.median(timed(lambda: run_checked(avdnn_cmd(
         "-hide_banner", "-loglevel", "error", "-nostats", "-f", "lavfi", "-i", "testsrc=s=64x64:d=0.04",
         "-f", "null", "-"))) for _ in range(3))
     load_after = os.getloadavg()
     med = {k: statistics.median(v) for k, v in times.items()}
-    frames = sum(f.frames_read for f in reports["ray2_warm"].files)
+    frames = sum(f.frames_read for f in one.files)
+
+    def ratio(a: str, b: str) -> float | None:
+        return round(med[b] / med[a], 3) if a in med and b in med else None
+
     result = {
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "load_before": load_before,
                     "load_after": load_after},
@@ -127,12 +135,12 @@ def main() -> int:
         "seconds": {k: [round(x, 3) for x in v] for k, v in times.items()},
         "median_s": {k: round(v, 3) for k, v in med.items()},
         "ratios": {
-            "ray2_cli_over_xargs2": round(med["xargs2"] / med["ray2_cli"], 3),
-            "ray2_warm_over_xargs2": round(med["xargs2"] / med["ray2_warm"], 3),
-            "ray2_warm_over_ray1_warm": round(med["ray1_warm"] / med["ray2_warm"], 3),
+            "ray2_cli_over_xargs2": ratio("ray2_cli", "xargs2"),
+            "ray2_warm_over_xargs2": ratio("ray2_warm", "xargs2"),
+            "ray2_warm_over_ray1_warm": ratio("ray2_warm", "ray1_warm"),
         },
         "per_file_overhead_s": {
-            "ray_worker": round((med["ray1_warm"] - inside) / opts.files, 4),
+            "ray_worker": round((ray1 - inside) / opts.files, 4) if ray1 is not None else None,
             "hand_loop_process": round(startup, 4),
         },
     }
@@ -144,7 +152,8 @@ def main() -> int:
     for k, v in result["ratios"].items():
         print(f"{k}: {v}")
     for k, v in result["per_file_overhead_s"].items():
-        print(f"per-file overhead, {k}: {v * 1000:.0f} ms")
+        if v is not None:
+            print(f"per-file overhead, {k}: {v * 1000:.0f} ms")
     if opts.json is not None:
         opts.json.write_text(json.dumps(result, indent=1) + "\n")
     shutil.rmtree(root, ignore_errors=True)
