@@ -181,18 +181,21 @@ def test_keep_models_loads_a_model_once_across_runs(tmp_path: Path) -> None:
     assert all((tmp_path / f"{i}.framemd5").read_bytes() == ref for i in range(3))  # a reused model, same bytes
 
 
-def test_a_cancelled_model_is_not_kept(tmp_path: Path) -> None:
+def test_a_kept_model_survives_an_early_stop(tmp_path: Path) -> None:
     from avdnn.dnn import DnnConfig, load_model
 
     config = DnnConfig(model=invert_model(tmp_path), backend="onnx", input="x", outputs=("y",))
     with avdnn.keep_models() as kept:
         first = load_model(config)
+        first.interrupt()  # -frames:v reached: a kept model is not cancelled (it would refuse later runs)
         first.close()
-        second = load_model(config)  # the idle one
+        second = load_model(config)
         assert second.backend is first.backend
-        second.interrupt()  # -frames:v reached while inferences ran: the backend refuses later runs
+        assert second.backend.run(np.zeros((1, 3, 2, 2), np.float32))[0].tolist() == [[[[1.0] * 2] * 2] * 3]
         second.close()
-        third = load_model(config)
-        assert third.backend is not first.backend
-        third.close()
-        assert (kept.loads, kept.reuses) == (2, 1)
+        assert (kept.loads, kept.reuses) == (1, 1)
+    outside = load_model(config)  # without a keeper an early stop still cancels the inferences
+    outside.interrupt()
+    with pytest.raises(avdnn.ExternalError, match="cancelled"):
+        outside.backend.run(np.zeros((1, 3, 2, 2), np.float32))
+    outside.close()

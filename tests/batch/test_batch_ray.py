@@ -87,10 +87,11 @@ def test_models_are_loaded_once_per_worker(tmp_path: Path) -> None:
     folder.mkdir()
     for i in range(6):
         os.symlink(src, folder / f"v{i}.mp4")
-    avdnn.run(src, chain, output=str(tmp_path / "ref.framemd5"), format="framemd5")
+    # -frames:v stops each run early while inferences are in flight: the kept models survive it
+    avdnn.run(src, chain, output=str(tmp_path / "ref.framemd5"), format="framemd5", frames=40)
     rep = avdnn.batch(str(folder / "*.mp4"), chain, output=str(tmp_path / "out/{stem}.framemd5"), workers=2,
-                      format="framemd5", progress_bar=False)
-    assert rep.ok and len(rep.files) == 6
+                      format="framemd5", frames=40, progress_bar=False)
+    assert rep.ok and len(rep.files) == 6 and {f.frames_written for f in rep.files} == {40}
     pids = {f.pid for f in rep.files}
     # each worker process loaded the model for its first file only
     assert sum(f.models_loaded for f in rep.files) == len(pids) < len(rep.files)

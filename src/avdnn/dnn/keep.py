@@ -5,9 +5,11 @@ a TensorFlow graph import: 0.1 s to seconds), and a corpus worker runs the same 
 thousands of files. While a :class:`ModelKeeper` is active, :func:`avdnn.dnn.load_model` takes
 an idle backend model loaded earlier with the same backend and :class:`ModelConfig` instead of
 loading the file again, and a run's close hands it back instead of freeing it. Only the
-backend model is kept: the engine, its requests and buffers stay per run. A model whose run
-was cancelled (``-frames:v`` reached while inferences ran) refuses later runs, so it is freed
-instead of being kept. Two runs at once never share one model: the second loads its own.
+backend model is kept: the engine, its requests and buffers stay per run. A kept model is not
+cancelled when a run stops early (``-frames:v``): a cancelled ONNX Runtime or OpenVINO model
+refuses later runs, so the run's close waits (bounded) for the inferences in flight instead; one
+still running after that wait is freed, not kept. Two runs at once never share one model: the
+second loads its own.
 """
 
 from __future__ import annotations

@@ -169,7 +169,9 @@ class DnnModel:
     def interrupt(self) -> None:
         """The run is stopping (called from another thread): stop waiting, cancel what runs."""
         self.engine.interrupt()
-        if isinstance(self.backend, Cancellable):
+        if isinstance(self.backend, Cancellable) and self._release is None:
+            # a kept model (avdnn.dnn.keep) is not cancelled: a cancelled one refuses later runs,
+            # and waiting (bounded, in close) for the requests in flight costs less than a reload
             self._cancelled = True
             self.backend.cancel()
 
@@ -180,13 +182,13 @@ class DnnModel:
         self._closed = True
         idle = False
         try:
-            if self.engine.in_flight and isinstance(self.backend, Cancellable):
+            if self.engine.in_flight and isinstance(self.backend, Cancellable) and self._release is None:
                 self._cancelled = True
                 self.backend.cancel()  # nobody reads these results: stop them instead of waiting
             idle = self.engine.close()
         finally:
             if self._release is not None:
-                # a cancelled model refuses later runs; one with abandoned requests is still busy
+                # one with requests still running after the bounded wait is not idle: not reused
                 self._release(self.backend, idle and not self._cancelled)
             else:
                 self.backend.close()
