@@ -298,8 +298,11 @@ def run_kwargs(args: Args) -> dict[str, Any]:
 
 def _batch(argv: list[str]) -> int:
     """``avdnn batch``: its own flags, then the main CLI's filter and output options (parsed as ``-i x ...``)."""
-    from .batch.command import run_command, split_argv
+    from .batch.command import USAGE, run_command, split_argv
 
+    if not argv or argv[0] in ("-h", "-help", "--help"):
+        sys.stdout.write(USAGE)
+        return 0
     try:
         flags, rest = split_argv(argv)
         args = parse_args(["-i", "x", *rest])

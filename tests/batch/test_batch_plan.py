@@ -140,6 +140,11 @@ def test_batch_flags() -> None:
         split_argv(["--workers", "two", "-i", "a", "-o", "b"])
 
 
+def test_cli_help() -> None:
+    res = run_cli(["batch", "-h"])
+    assert res.rc == 0 and b"usage: avdnn batch" in res.out and b"--num-gpus" in res.out
+
+
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     res = run_cli(["batch", "-i", str(tmp_path / "a.mp4"), "-vf", "scale=8:8", "stray", "-o", "x/{stem}.nut"])
     assert res.rc != 0 and "Unexpected argument 'stray'" in res.err and "Traceback" not in res.err

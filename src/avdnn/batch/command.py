@@ -18,6 +18,21 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from .runner import batch
 
+USAGE = """usage: avdnn batch [--workers N] [--address auto|HOST:PORT] [--resume] [--report FILE] [--retries N]
+                   [--num-cpus X] [--num-gpus X] -i PATH_OR_GLOB... -vf CHAIN [output options] -o TEMPLATE
+
+One chain over many files on Ray, one output per input. TEMPLATE takes {stem}, {name}, {parent}
+and {index}; the output options are the main command's (-f, -c:v, -frames:v, -y...).
+  --workers N          Ray actors, each holding the chain's models (default 2)
+  --address A          join the Ray cluster at A (auto or HOST:PORT); default: a local Ray for the run
+  --resume             skip the inputs the ledger beside their outputs records as done by this job
+  --report FILE        write the JSON report (status, frames, error and code, seconds, node per input)
+  --retries N          run a file again when its worker process died, up to N times (default 3)
+  --num-cpus X         CPUs per worker (default 1; fractions allowed)
+  --num-gpus X         GPUs per worker (default 0; 0.5 puts two workers on one GPU)
+See docs/batch.md.
+"""
+
 
 @dataclass
 class BatchFlags:
