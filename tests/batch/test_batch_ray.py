@@ -22,7 +22,7 @@ from test_batch_plan import invert_model
 
 import avdnn
 from avdnn.batch import BatchReport
-from avdnn.errors import AVERROR_INVALIDDATA
+from avdnn.errors import AVERROR_EXTERNAL, AVERROR_INVALIDDATA
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -142,6 +142,28 @@ def test_a_worker_killed_mid_file_is_retried_and_outputs_equal(tmp_path: Path) -
     ref = (tmp_path / "ref.framemd5").read_bytes()
     assert all((out / f"b{i}.framemd5").read_bytes() == ref for i in range(3))
     assert partials(out) == []  # the killed attempt's temporary file was cleaned by the retry
+
+
+def test_a_file_whose_worker_keeps_dying_fails_after_its_retries(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    os.symlink(clips()["bikes"], folder / "b.mp4")
+    out = tmp_path / "out"
+    done = threading.Event()
+    killed: list[tuple[str, int]] = []
+    killer = threading.Thread(target=_kill_first_writer, args=(out, done, killed))
+    killer.start()
+    try:
+        rep = avdnn.batch(str(folder / "b.mp4"), "scale=960:408", output=str(out / "{stem}.framemd5"), workers=1,
+                          retries=0, format="framemd5", progress_bar=False)
+    finally:
+        done.set()
+        killer.join()
+    assert killed
+    [f] = rep.files
+    assert f.status == "failed" and f.attempts == 1 and f.error is not None
+    assert f.error["code"] == AVERROR_EXTERNAL and "worker process died 1 time(s)" in f.error["message"]
+    assert not (out / "b.framemd5").exists() and partials(out) == []
 
 
 def _pgid_alive(pgid: int) -> list[int]:

@@ -31,7 +31,7 @@ from ..errors import (
     from_code,
 )
 from . import ledger
-from .plan import FileTask, expand_inputs, job_hash, plan
+from .plan import FileTask, expand_inputs, job_hash, plan, stale_partials
 from .progress import CorpusProgress
 from .report import BatchReport, FileReport
 from .worker import ChainWorker, JobFailure
@@ -195,6 +195,9 @@ class _Driver:
                 log.warning("%s: worker process died (attempt %d); running it again", task.input, attempt)
                 pending.append((task, attempt + 1))
                 return None
+            for stale in stale_partials(task.output):  # what the last dead attempt left
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(stale)
             return FileReport(task.input, task.output, "failed", attempts=attempt, error={
                 "message": f"'{task.input}': the worker process died {attempt} time(s) running this file "
                            f"({_last_line(str(exc))})", "code": AVERROR_EXTERNAL})
