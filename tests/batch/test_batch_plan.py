@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -152,6 +154,18 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert res.rc == 8 and "Unrecognized option 'bogus'" in res.err
     res = run_cli(["batch", "-i", str(tmp_path / "a.mp4"), "-o", "x/{nope}.nut"])
     assert res.rc == 234 and "unknown field {nope}" in res.err
+
+
+def test_a_dead_cluster_address_fails_at_once(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    (tmp_path / "a.mp4").write_bytes(b"x")
+    res = run_cli(["batch", "--address", f"127.0.0.1:{port}", "-i", str(tmp_path / "a.mp4"), "-f", "null",
+                   "-o", str(tmp_path / "o/{stem}.nut")])
+    assert res.rc == (-errno.ECONNREFUSED) & 0xFF and "cannot reach the Ray cluster" in res.err
+    assert "Traceback" not in res.err
 
 
 def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -12,9 +12,11 @@ after ``retries``; a file that fails by its own fault comes back as a report and
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import math
 import os
+import socket
 import sys
 import time
 from collections import deque
@@ -29,6 +31,7 @@ from ..errors import (
     ExternalError,
     InvalidArgumentError,
     from_code,
+    from_errno,
 )
 from . import ledger
 from .plan import FileTask, expand_inputs, job_hash, plan, stale_partials
@@ -223,6 +226,20 @@ def fitting_workers(total: dict[str, float], workers: int, num_cpus: float, num_
     return fit
 
 
+def _probe(address: str) -> None:
+    """Fail at once, with the socket's errno, when nothing listens at HOST:PORT."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidArgumentError(f"Ray address '{address}' is not auto or HOST:PORT", option="address")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except TimeoutError as exc:
+        raise from_errno(errno.ETIMEDOUT, f"cannot reach the Ray cluster at '{address}': timed out") from exc
+    except OSError as exc:
+        raise from_errno(exc.errno or errno.ECONNREFUSED,
+                         f"cannot reach the Ray cluster at '{address}': {exc.strerror or exc}") from exc
+
+
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "unknown cause"
@@ -258,7 +275,13 @@ def _ray(address: str | None, workers: int, num_cpus: float, num_gpus: float) ->
         return
     quiet = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
     if address is not None:
-        ray.init(address=address, **quiet)
+        if address != "auto" and "://" not in address:
+            _probe(address)  # Ray itself retries a dead address for many minutes
+        try:
+            ray.init(address=address, **quiet)
+        except ConnectionError as exc:  # what ray.init raises when it finds no cluster or cannot join it
+            raise from_errno(errno.ECONNREFUSED, f"cannot join the Ray cluster at '{address}': "
+                                                 f"{_last_line(str(exc))}") from exc
     else:
         need_cpus = max(os.cpu_count() or 1, math.ceil(workers * num_cpus))
         # "local": a new instance even where RAY_ADDRESS or a `ray start` on this machine exists
