@@ -1,13 +1,14 @@
 """avdnn: FFmpeg's DNN video filters, in Python, done right.
 
 ``avdnn.run(input, "scale=320:-2,format=rgb24")`` iterates the frames leaving a chain;
-with ``output=`` it writes them and returns the frame accounting. Heavy runtimes
+with ``output=`` it writes them and returns the frame accounting; ``avdnn.batch(inputs, chain,
+output="out/{stem}.mkv")`` runs a chain over a corpus of files on Ray. Heavy runtimes
 (onnxruntime, openvino, torch, tensorflow) are imported only when a model is loaded.
 """
 
 from __future__ import annotations
 
-from .api import FrameStream, StreamOptions, open, run  # noqa: A004 - avdnn.open, as av.open
+from .api import FrameStream, StreamOptions, batch, keep_models, open, run  # noqa: A004 - avdnn.open, as av.open
 from .errors import (
     AvdnnError,
     BackendUnavailableError,
@@ -52,6 +53,8 @@ __all__ = [
     "StreamOptions",
     "TrackSummary",
     "__version__",
+    "batch",
+    "keep_models",
     "open",
     "run",
 ]

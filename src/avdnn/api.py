@@ -3,26 +3,30 @@
 >>> for frame in avdnn.run("in.mp4", "scale=320:-2,format=rgb24"):   # doctest: +SKIP
 ...     print(frame.pts, frame.to_ndarray().shape)
 >>> stats = avdnn.run("in.mp4", "format=gray", output="out.mkv")   # doctest: +SKIP
+>>> report = avdnn.batch(["a.mp4", "b.mp4"], "scale=320:-2", output="out/{stem}.mkv")  # doctest: +SKIP
 
-Both take the same options as the CLI, by keyword. Errors raise :class:`avdnn.AvdnnError`
+All take the same options as the CLI, by keyword. Errors raise :class:`avdnn.AvdnnError`
 after the output (if any) has been finished cleanly with the frames before the error.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
-from typing import Any, BinaryIO, overload
+from typing import TYPE_CHECKING, Any, BinaryIO, overload
 
+from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions, build_sides, plan_metadata, select_streams
-
-__all__ = ["FrameStream", "StreamOptions", "open", "open_source", "run"]
 from .graph.stats import RunStats
 from .media.frame import Frame
 from .media.sink import Sink
 from .media.source import Source
+
+if TYPE_CHECKING:
+    from .batch.report import BatchReport
 
 
 class FrameStream:
@@ -223,7 +227,7 @@ def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, v
                     audio_bitrate: str | int | None, audio_rate: int | None, audio_channels: int | None,
                     audio_filters: str) -> StreamOptions:
     """The keyword shortcuts folded into one StreamOptions (explicit ``stream_options`` first)."""
-    opts = given if given is not None else StreamOptions()
+    opts = copy.deepcopy(given) if given is not None else StreamOptions()  # the caller's object stays as it was
     opts.maps = opts.maps or list(map or [])
     opts.vn, opts.an, opts.sn, opts.dn = opts.vn or vn, opts.an or an, opts.sn or sn, opts.dn or dn
     for spec, name in (("v", codec), ("a", audio_codec), ("s", subtitle_codec)):
@@ -291,3 +295,42 @@ class _Limited(FrameStream):
             self.close()
             raise StopIteration
         return super().__next__()
+
+
+def keep_models() -> ModelKeeper:
+    """Keep the models of this process's runs loaded until the returned keeper is closed.
+
+    Every run started meanwhile takes an idle model already loaded with the same file and
+    options instead of loading it again (what a worker running one chain over many files
+    wants); ``with avdnn.api.keep_models() as kept: ...`` frees them at the end, and
+    ``kept.loads`` counts the files actually loaded.
+    """
+    return ModelKeeper()
+
+
+def batch(
+    inputs: str | list[str],
+    chain: str = "",
+    *,
+    output: str,
+    workers: int = 2,
+    address: str | None = None,
+    resume: bool = False,
+    retries: int = 3,
+    report: str | None = None,
+    num_cpus: float = 1.0,
+    num_gpus: float = 0.0,
+    progress_bar: bool | None = None,
+    **run_options: Any,
+) -> BatchReport:
+    """Run ``chain`` over every input on Ray, one output per input named by the ``output`` template.
+
+    ``inputs`` are paths or globs; ``output`` takes ``{stem}``, ``{name}``, ``{parent}`` and
+    ``{index}``. ``run_options`` are :func:`run`'s keywords and go to it untouched. See
+    :func:`avdnn.batch.batch` (and docs/batch.md) for workers, resources, retries and resume.
+    """
+    from .batch.runner import batch as run_batch  # layer 8: Ray and its extra, loaded on first use
+
+    return run_batch(inputs, chain, output=output, workers=workers, address=address, resume=resume,
+                     retries=retries, report=report, num_cpus=num_cpus, num_gpus=num_gpus,
+                     progress_bar=progress_bar, **run_options)

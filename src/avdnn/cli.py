@@ -2,6 +2,8 @@
 
     avdnn [global options] [input options] -i INPUT [output options] OUTPUT
     avdnn models [NAME...]        the model zoo (avdnn.zoo)
+    avdnn batch [--workers N] ... -i PATH_OR_GLOB... -vf CHAIN [output options] -o TEMPLATE
+                                  one chain over many files, on Ray (avdnn.batch, docs/batch.md)
 
 It only calls the public API. Expected errors print one line, ``avdnn: <where>: <why>``,
 and exit with FFmpeg's status for the error code (the low byte of the AVERROR, as ffmpeg's
@@ -351,6 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return models(argv[1:])
     if argv[:1] == ["samples"]:  # the sample clips the test and demo set-up installs
         return _samples(argv[1:])
+    if argv[:1] == ["batch"]:
+        return _batch(argv[1:])
     if argv[:1] == ["--version"]:
         argv = ["-version"]
     try:
@@ -475,6 +479,31 @@ def _run(args: Args, level: int) -> int:
     if level <= logging.INFO:
         sys.stderr.write(stats.summary() + "\n")
     return 0
+
+
+def _batch(argv: list[str]) -> int:
+    """``avdnn batch``: its own flags, then the main CLI's filter and output options (parsed as ``-i x ...``)."""
+    from .batch.command import USAGE, run_command, split_argv
+
+    if not argv or argv[0] in ("-h", "-help", "--help"):
+        sys.stdout.write(USAGE)
+        return 0
+    try:
+        flags, rest = split_argv(argv)
+        args = parse_args(["-i", "x", *rest])
+        if args.output is not None:
+            raise InvalidArgumentError(f"Unexpected argument '{args.output}': inputs follow -i, the output "
+                                       "template follows -o")
+        level = LOG_LEVELS[args.loglevel]
+        _setup_logging(level)
+        return run_command(flags, args.filters, run_kwargs(args), stats=args.stats, level=level)
+    except AvdnnError as exc:
+        if not _quiet(argv):
+            sys.stderr.write(f"avdnn: {exc.oneline()}\n")
+        return exit_status(exc.code)
+    except KeyboardInterrupt:
+        sys.stderr.write("avdnn: interrupted\n")
+        return 255
 
 
 def _setup_logging(level: int) -> None:

@@ -32,6 +32,7 @@ from .interface import (
     NativeAsync,
     TensorInfo,
 )
+from .keep import Release, active
 
 log = logging.getLogger("avdnn.dnn")
 
@@ -68,11 +69,16 @@ def load_model(
         batch_size=config.batch_size, options=dict(config.backend_options),
         nireq=(config.nireq or auto_nireq()) if config.async_mode else 1,
     )
+    keeper = active()
+    release: Release | None = None
     try:
-        loaded = cls.load(model_config)
+        if keeper is not None:
+            loaded, release = keeper.acquire(cls, model_config)
+        else:
+            loaded = cls.load(model_config)
     except AvdnnError as exc:
         raise exc.with_context(file=config.model)
-    return DnnModel(loaded, config, func_type, name=name, faults=faults)
+    return DnnModel(loaded, config, func_type, name=name, faults=faults, release=release)
 
 
 class DnnModel:
@@ -86,8 +92,12 @@ class DnnModel:
         *,
         name: str = "dnn",
         faults: FaultPlan | None = None,
+        release: Release | None = None,
     ) -> None:
         self.backend = backend_model
+        #: a ModelKeeper's hand-back (avdnn.dnn.keep): close gives the backend model to it instead of closing it
+        self._release = release
+        self._cancelled = False
         self.config = config
         self.func_type = func_type
         self.io: ModelIO = backend_model.describe()
@@ -159,7 +169,10 @@ class DnnModel:
     def interrupt(self) -> None:
         """The run is stopping (called from another thread): stop waiting, cancel what runs."""
         self.engine.interrupt()
-        if isinstance(self.backend, Cancellable):
+        if isinstance(self.backend, Cancellable) and self._release is None:
+            # a kept model (avdnn.dnn.keep) is not cancelled: a cancelled one refuses later runs,
+            # and waiting (bounded, in close) for the requests in flight costs less than a reload
+            self._cancelled = True
             self.backend.cancel()
 
     def close(self) -> None:
@@ -167,9 +180,15 @@ class DnnModel:
         if self._closed:
             return
         self._closed = True
+        idle = False
         try:
-            if self.engine.in_flight and isinstance(self.backend, Cancellable):
+            if self.engine.in_flight and isinstance(self.backend, Cancellable) and self._release is None:
+                self._cancelled = True
                 self.backend.cancel()  # nobody reads these results: stop them instead of waiting
-            self.engine.close()
+            idle = self.engine.close()
         finally:
-            self.backend.close()
+            if self._release is not None:
+                # one with requests still running after the bounded wait is not idle: not reused
+                self._release(self.backend, idle and not self._cancelled)
+            else:
+                self.backend.close()

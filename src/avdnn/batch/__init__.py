@@ -1,0 +1,34 @@
+"""Corpus runs on Ray: one chain over many files (``avdnn batch``, :func:`avdnn.batch`).
+
+The driver (:mod:`.runner`) plans one task per input from the output template (:mod:`.plan`),
+skips what the ledger beside the outputs records as done (:mod:`.ledger`), and feeds a pool of
+Ray actors (:mod:`.worker`), each holding the chain's loaded models, one file in flight per
+actor; it owns the report (:mod:`.report`) and the progress display (:mod:`.progress`).
+Ray is imported only when a run starts (the ``avdnn[ray]`` extra).
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from .report import BatchReport, FileReport
+from .runner import batch
+
+
+class _CallableModule(types.ModuleType):
+    """``avdnn.batch`` stays callable after this package is imported.
+
+    ``avdnn.batch`` is the public function (:func:`avdnn.api.batch`); importing this package
+    makes Python bind the package to the same attribute of ``avdnn``, which would shadow the
+    function. Calling the package calls the function, so both names keep working.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> BatchReport:
+        return batch(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = ["BatchReport", "FileReport", "batch"]
