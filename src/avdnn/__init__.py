@@ -8,7 +8,9 @@ output="out/{stem}.mkv")`` runs a chain over a corpus of files on Ray. Heavy run
 
 from __future__ import annotations
 
-from .api import FrameStream, StreamOptions, batch, keep_models, open, run  # noqa: A004 - avdnn.open, as av.open
+from typing import Any
+
+from .api import FrameStream, StreamOptions, keep_models, open, run  # noqa: A004 - avdnn.open, as av.open
 from .errors import (
     AvdnnError,
     BackendUnavailableError,
@@ -30,6 +32,16 @@ from .media.frame import Frame, SideData
 from .tracking import TrackSummary
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``avdnn.batch``: the corpus runner on Ray, a subpackage above the API (it calls ``run``),
+    loaded on first use like a lazy submodule; calling it runs :func:`avdnn.batch.batch`."""
+    if name == "batch":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.batch")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "AvdnnError",

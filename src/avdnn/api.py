@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, BinaryIO, overload
+from typing import Any, BinaryIO, overload
 
 from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError
@@ -24,9 +24,6 @@ from .graph.stats import RunStats
 from .media.frame import Frame
 from .media.sink import Sink
 from .media.source import Source
-
-if TYPE_CHECKING:
-    from .batch.report import BatchReport
 
 
 class FrameStream:
@@ -306,31 +303,3 @@ def keep_models() -> ModelKeeper:
     ``kept.loads`` counts the files actually loaded.
     """
     return ModelKeeper()
-
-
-def batch(
-    inputs: str | list[str],
-    chain: str = "",
-    *,
-    output: str,
-    workers: int = 2,
-    address: str | None = None,
-    resume: bool = False,
-    retries: int = 3,
-    report: str | None = None,
-    num_cpus: float = 1.0,
-    num_gpus: float = 0.0,
-    progress_bar: bool | None = None,
-    **run_options: Any,
-) -> BatchReport:
-    """Run ``chain`` over every input on Ray, one output per input named by the ``output`` template.
-
-    ``inputs`` are paths or globs; ``output`` takes ``{stem}``, ``{name}``, ``{parent}`` and
-    ``{index}``. ``run_options`` are :func:`run`'s keywords and go to it untouched. See
-    :func:`avdnn.batch.batch` (and docs/batch.md) for workers, resources, retries and resume.
-    """
-    from .batch.runner import batch as run_batch  # layer 8: Ray and its extra, loaded on first use
-
-    return run_batch(inputs, chain, output=output, workers=workers, address=address, resume=resume,
-                     retries=retries, report=report, num_cpus=num_cpus, num_gpus=num_gpus,
-                     progress_bar=progress_bar, **run_options)

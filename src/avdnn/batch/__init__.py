@@ -18,11 +18,11 @@ from .runner import batch
 
 
 class _CallableModule(types.ModuleType):
-    """``avdnn.batch`` stays callable after this package is imported.
+    """``avdnn.batch(...)`` is the public entry point (issue 15), and ``avdnn.batch`` is this package.
 
-    ``avdnn.batch`` is the public function (:func:`avdnn.api.batch`); importing this package
-    makes Python bind the package to the same attribute of ``avdnn``, which would shadow the
-    function. Calling the package calls the function, so both names keep working.
+    The top-level package exposes it lazily (``avdnn.__getattr__``): the API layer below never
+    imports it. Calling the package calls :func:`.runner.batch`, so ``avdnn.batch(...)`` and
+    ``from avdnn.batch import batch`` are the same thing.
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> BatchReport:

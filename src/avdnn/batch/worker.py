@@ -116,7 +116,7 @@ class ChainWorker:
 def _fill(rep: FileReport, stats: Any) -> None:
     rep.frames_read = stats.frames_read
     rep.frames_written = stats.frames_written
-    rep.frames_failed = dict(stats.frames_failed)
+    rep.frames_failed = dict(stats.failures)  # by cause; stats.frames_failed is their count
     rep.frames_dropped = dict(stats.frames_dropped)
 
 
