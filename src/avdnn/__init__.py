@@ -8,7 +8,7 @@ output="out/{stem}.mkv")`` runs a chain over a corpus of files on Ray. Heavy run
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any as _Any
 
 from .api import FrameStream, StreamOptions, keep_models, open, run  # noqa: A004 - avdnn.open, as av.open
 from .errors import (
@@ -34,7 +34,7 @@ from .tracking import TrackSummary
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     """``avdnn.batch``: the corpus runner on Ray, a subpackage above the API (it calls ``run``),
     loaded on first use like a lazy submodule; calling it runs :func:`avdnn.batch.batch`."""
     if name == "batch":
