@@ -100,6 +100,7 @@ def batch(
         else:
             todo.append(task)
     show = sys.stderr.isatty() if progress_bar is None else progress_bar
+    run_options = _worker_threads(run_options, num_cpus)
     corpus = _Corpus(tasks, reports, job, chain, output, workers, address, started, report)
     with CorpusProgress(len(tasks), skipped=len(reports), enabled=show) as bar:
         if todo:
@@ -138,6 +139,17 @@ class _Corpus:
         if self.report_path is not None:
             self.report().write(self.report_path)
         return err
+
+
+def _worker_threads(run_options: dict[str, Any], num_cpus: float) -> dict[str, Any]:
+    """Decoder threads per worker from the CPUs its actor declares (unless the options set them).
+
+    FFmpeg's decoders otherwise take every core of the machine in every worker, so two workers
+    fight over the cores one of them already fills, and a corpus does not scale with workers.
+    """
+    source = dict(run_options.get("source_options") or {})
+    source.setdefault("threads", max(1, round(num_cpus)))
+    return {**run_options, "source_options": source}
 
 
 class _Driver:
