@@ -136,7 +136,7 @@ def test_post_processing_failure_on_frame_k(conv_model: str, clip: list, async_:
 
 @pytest.mark.parametrize("async_", [0, 1])
 def test_inference_raising_in_a_worker(conv_model: str, clip: list, async_: int) -> None:
-    with faults.inject(faults.Fault("inference", at=1, error=RuntimeError("runtime exploded"))):
+    with faults.inject(faults.Fault("inference", at=1, error=ExternalError("runtime exploded"))):
         f = make_filter("dnn_processing", model=conv_model, **{"async": async_}, nireq=2, batch_size=2)
     out, exc = no_hang(lambda: _run_until_error(f, clip))
     assert isinstance(exc, ExternalError) and "runtime exploded" in exc.message

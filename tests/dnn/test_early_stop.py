@@ -52,7 +52,7 @@ class Blocking(MockBackend):
                 self.blocked += 1
             if not self.cancelled.wait(30):
                 self.timed_out = True
-            raise RuntimeError("cancelled")
+            raise ExternalError("cancelled")  # what a backend's seam maps its runtime's error to
         return 1.0 - batch
 
     def cancel(self) -> None:

@@ -179,8 +179,8 @@ def test_first_error_of_a_task_is_kept() -> None:
 @pytest.mark.parametrize("async_mode", [False, True])
 def test_inference_raising_fails_its_tasks_without_hang(async_mode: bool) -> None:
     def fn(b: np.ndarray) -> np.ndarray:
-        if (b == 3).any():
-            raise RuntimeError("kaboom")
+        if (b == 3).any():  # what a backend's seam gives for its runtime's own failure
+            raise ExternalError("kaboom") from RuntimeError("kaboom")
         return b
 
     e, _ = engine(fn, nireq=2, batch_size=2, async_mode=async_mode)
@@ -195,6 +195,75 @@ def test_inference_raising_fails_its_tasks_without_hang(async_mode: bool) -> Non
     assert isinstance(err, ExternalError) and err.code == AVERROR_EXTERNAL and "kaboom" in err.message
     assert isinstance(err.__cause__, RuntimeError)
     assert e.close()
+
+
+class Bug(AttributeError):
+    """Stands for a bug in avdnn's own code (a mistyped attribute)."""
+
+
+@pytest.mark.parametrize("where", ["inference", "fill", "post"])
+def test_a_bug_keeps_its_type_sync(where: str) -> None:
+    """Inline, a bug raised while running, filling or post-processing goes up as raised at once."""
+    def fn(b: np.ndarray) -> np.ndarray:
+        if where == "inference" and (b == 2).any():
+            raise Bug("'NoneType' object has no attribute 'run'")
+        return b
+
+    def bad_fill(dst: np.ndarray) -> None:
+        raise Bug("fill")
+
+    def bad_post(outs: list[np.ndarray]) -> float:
+        raise Bug("post")
+
+    e, _ = engine(fn, nireq=1, batch_size=1, async_mode=False)
+    e.submit(0, [item(0)])
+    e.submit(1, [item(1)])
+    bug = Item((1, 2, 2), F32, bad_fill if where == "fill" else (lambda dst: dst.fill(2)),
+               bad_post if where == "post" else (lambda outs: 0.0))
+    with pytest.raises(Bug) as info:
+        e.submit(2, [bug])
+    assert info.traceback[-1].name in ("fn", "bad_fill", "bad_post")  # the traceback reaches the bug's line
+    assert [r.status for r in drain_until_bug(e)] == [S.SUCCESS, S.SUCCESS]
+    assert e.close()
+
+
+def drain_until_bug(e: Engine) -> list:
+    out = []
+    with pytest.raises(Bug):  # the bug's own task raises it again when its turn comes
+        while (r := e.get_result(wait=True, timeout=HANG)).status != S.EMPTY_QUEUE:
+            out.append(r)
+    return out
+
+
+def test_a_bug_in_a_worker_is_raised_by_get_result() -> None:
+    """Async, the bug waits on its task: the frames before it come out, then get_result raises it."""
+    def fn(b: np.ndarray) -> np.ndarray:
+        if (b == 3).any():
+            raise Bug("worker bug")
+        return b * 2
+
+    e, _ = engine(fn, nireq=2, batch_size=1, async_mode=True)
+    for i in range(5):
+        e.submit(i, [item(i)])
+    e.flush()
+    got = [no_hang(lambda: e.get_result(wait=True, timeout=HANG)) for _ in range(3)]
+    assert [(r.status, r.payload) for r in got] == [(S.SUCCESS, 0), (S.SUCCESS, 1), (S.SUCCESS, 2)]
+    with pytest.raises(Bug, match="worker bug") as info:
+        e.get_result(wait=True, timeout=HANG)
+    assert info.traceback[-1].name == "fn"
+    assert e.close()
+
+
+def test_keyboard_interrupt_in_a_sync_inference_stays_an_interrupt() -> None:
+    def fn(b: np.ndarray) -> np.ndarray:
+        raise KeyboardInterrupt
+
+    e, _ = engine(fn, nireq=1, batch_size=2, async_mode=False)
+    e.submit(0, [item(0)])
+    with pytest.raises(KeyboardInterrupt):
+        e.submit(1, [item(1)])
+    assert e.in_flight == 0  # the request was given back: close does not wait for it
+    assert e.close(timeout=1.0)
 
 
 def test_wrong_batch_in_output_fails_tasks() -> None:

@@ -27,16 +27,25 @@ def auto_nireq() -> int:
     return (os.cpu_count() or 1) // 2 + 1
 
 
-def as_error(exc: BaseException, what: str) -> AvdnnError:
-    """Any exception from a backend or a post-processing step as an avdnn error."""
+def as_error(exc: BaseException, what: str) -> AvdnnError | None:
+    """The avdnn error a failed step reports as its task's failure; None when it is none of ours.
+
+    Backends translate their runtime's own exceptions at their seam, so what else arrives here
+    is a bug in avdnn or a KeyboardInterrupt: the engine hands those back to the caller as they
+    were raised (type and traceback), never as a failed frame.
+    """
     if isinstance(exc, AvdnnError):
         return exc
     if isinstance(exc, MemoryError):
-        err: AvdnnError = OutOfMemoryError(f"{what}: out of memory")
-    else:
-        err = ExternalError(f"{what}: {type(exc).__name__}: {exc}")
-    err.__cause__ = exc
-    return err
+        err = OutOfMemoryError(f"{what}: out of memory")
+        err.__cause__ = exc
+        return err
+    return None
+
+
+def failure(exc: BaseException, what: str) -> BaseException:
+    """What a task records for ``exc``: its avdnn error, or the exception itself (a bug)."""
+    return as_error(exc, what) or exc
 
 
 def worker_start_error(exc: BaseException) -> AvdnnError:
@@ -65,6 +74,8 @@ class Task:
     done: int = 0
     dispatched: int = 0
     error: AvdnnError | None = None
+    #: the first exception that is not an avdnn error (a bug, an interrupt): re-raised, not reported
+    bug: BaseException | None = None
     results: list[Any] = field(default_factory=list)
 
     @property
@@ -87,6 +98,8 @@ class Item:
     post: Callable[[list[np.ndarray]], Any]
     task: Task | None = None
     slot: int = 0
+    #: set when its completion is recorded (so an early exit completes only the others)
+    finished: bool = False
 
 
 @dataclass(frozen=True)

@@ -25,29 +25,54 @@ from ...errors import (
 )
 from ..interface import DYNAMIC, DNNDataType, DNNFunctionType, DNNLayout, DoneCallback, ModelConfig
 
-ErrorTable = Sequence[tuple[type[BaseException], type[AvdnnError]]]
+#: One row: a runtime's own exception type, avdnn's error for it and, for built-in types the
+#: runtime shares with everyone (ValueError, RuntimeError), the package whose code must have
+#: raised it (a ValueError from avdnn's own code is a bug, never the runtime's EINVAL).
+ErrorRow = tuple[type[BaseException], type[AvdnnError]] | tuple[type[BaseException], type[AvdnnError], str]
+ErrorTable = Sequence[ErrorRow]
 T = TypeVar("T")
 
 
+def _no_table() -> ErrorTable:
+    return ()
+
+
 @contextmanager
-def map_errors(what: str, model: str, table: Callable[[], ErrorTable] = lambda: ()) -> Iterator[None]:
-    """Translate a runtime's exceptions into avdnn's tree, most specific first, ``from exc``.
+def map_errors(what: str, model: str, table: Callable[[], ErrorTable] = _no_table) -> Iterator[None]:
+    """Translate a runtime's own exceptions into avdnn's tree, most specific first, ``from exc``.
 
     ``table()`` is called only when an exception arrives, so the runtime's exception types
-    are imported only then. Unknown exceptions become :class:`ExternalError`; the runtime's
-    own message is kept inside ours.
+    are imported only then. Anything the table does not name (a bug in avdnn, a
+    KeyboardInterrupt) passes through untouched, with its type and traceback.
     """
     try:
         yield
     except AvdnnError:
         raise
     except Exception as exc:
-        text = f"{what}: {_first_lines(exc)}"
-        rows: list[tuple[type[BaseException], type[AvdnnError]]] = [*table(), (MemoryError, OutOfMemoryError)]
-        for foreign, ours in rows:
-            if isinstance(exc, foreign):
-                raise ours(text, file=model) from exc
-        raise ExternalError(text, file=model) from exc
+        ours = mapped(exc, (*table(), (MemoryError, OutOfMemoryError)))
+        if ours is None:
+            raise
+        raise ours(f"{what}: {_first_lines(exc)}", file=model) from exc
+
+
+def mapped(exc: BaseException, table: ErrorTable) -> type[AvdnnError] | None:
+    """The avdnn class of the first row ``exc`` matches (type, and origin where the row names one)."""
+    for row in table:
+        if isinstance(exc, row[0]) and (len(row) == 2 or raised_in(exc, row[2])):  # type: ignore[misc]
+            return row[1]
+    return None
+
+
+def raised_in(exc: BaseException, package: str) -> bool:
+    """Whether the innermost Python frame of ``exc``'s traceback belongs to ``package``."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    name = str(tb.tb_frame.f_globals.get("__name__", ""))
+    return name == package or name.startswith(package + ".")
 
 
 def _first_lines(exc: BaseException, limit: int = 600) -> str:
@@ -60,11 +85,6 @@ def check_model_file(path: str, *, directory_ok: bool = False) -> None:
     if os.path.isfile(path) or (directory_ok and os.path.isdir(path)):
         return
     raise NotFoundError(f"model '{path}': No such file or directory", file=path)
-
-
-def check_func_type(backend: str, config: ModelConfig, allowed: Iterable[DNNFunctionType]) -> None:
-    if config.func_type not in set(allowed):
-        raise NotSupportedError(f"the {backend} backend cannot load {config.func_type.name} models")
 
 
 def dims_of(shape: Iterable[Any]) -> tuple[int, ...]:

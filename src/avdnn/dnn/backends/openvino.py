@@ -74,7 +74,8 @@ _core_lock = threading.Lock()
 
 
 def _table() -> ErrorTable:
-    return [(TypeError, InvalidArgumentError), (ValueError, InvalidArgumentError)]
+    """OpenVINO's Python API raises RuntimeError for every ov::Exception; only its calls are wrapped."""
+    return [(RuntimeError, ExternalError)]
 
 
 #: OpenVINO raises RuntimeError for everything; its message says what kind (FFmpeg's status map)

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import (
+    ExternalError,
     InvalidArgumentError,
     InvalidDataError,
     NotFoundError,
@@ -62,9 +63,10 @@ def _table() -> ErrorTable:
         (tf.errors.ResourceExhaustedError, OutOfMemoryError),
         (tf.errors.UnimplementedError, NotSupportedError),
         (tf.errors.DataLossError, InvalidDataError),
-        (ValueError, InvalidArgumentError),
-        (TypeError, InvalidArgumentError),
-        (KeyError, InvalidArgumentError),
+        (tf.errors.OpError, ExternalError),
+        # TF's Python session checks feeds itself ("Cannot feed value of shape ...")
+        (ValueError, InvalidArgumentError, "tensorflow"),
+        (TypeError, InvalidArgumentError, "tensorflow"),
     ]
 
 

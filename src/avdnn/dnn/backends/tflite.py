@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, InvalidDataError, NotSupportedError
+from ...errors import ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
 from ..interface import (
     ALL_FUNCTION_TYPES,
     BackendOption,
@@ -44,13 +44,25 @@ from ..interface import (
     ModelIO,
     TensorInfo,
 )
-from ._common import ErrorTable, Pool, check_model_file, data_type, dims_of, map_errors, pick, strip_port, tensor_scale
+from ._common import (
+    ErrorTable,
+    Pool,
+    check_model_file,
+    data_type,
+    dims_of,
+    map_errors,
+    pick,
+    split_batch,
+    strip_port,
+    tensor_scale,
+)
 
 log = logging.getLogger("avdnn.dnn.tflite")
 
 
 def _table() -> ErrorTable:
-    return [(ValueError, InvalidArgumentError), (TypeError, InvalidArgumentError)]
+    """LiteRT raises built-in types from its own wrapper: only those raised inside it are its own."""
+    return [(ValueError, InvalidArgumentError, "ai_edge_litert"), (RuntimeError, ExternalError, "ai_edge_litert")]
 
 
 def _quant(detail: dict[str, Any]) -> tuple[float, int]:
@@ -143,9 +155,8 @@ class TFLiteBackend:
     def run(self, batch: np.ndarray) -> list[np.ndarray]:
         """Invoke a pooled interpreter over ``batch`` (NHWC); the selected outputs, dequantized."""
         with self._pool.use() as slot:
-            if self._item_by_item and batch.shape[0] > 1:
-                parts = [self._invoke(slot, batch[k : k + 1]) for k in range(batch.shape[0])]
-                return [np.concatenate([p[i] for p in parts]) for i in range(len(parts[0]))]
+            if self._item_by_item:
+                return split_batch(lambda one: self._invoke(slot, one), batch)
             return self._invoke(slot, batch)
 
     def _invoke(self, slot: _Interp, batch: np.ndarray) -> list[np.ndarray]:

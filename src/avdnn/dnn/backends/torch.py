@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, InvalidDataError, NotSupportedError
+from ...errors import ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError, OutOfMemoryError
 from ..interface import (
     ALL_FUNCTION_TYPES,
     DYNAMIC,
@@ -48,7 +48,16 @@ _ANY4 = (DYNAMIC, DYNAMIC, DYNAMIC, DYNAMIC)
 
 
 def _table() -> ErrorTable:
-    return [(TypeError, InvalidArgumentError), (ValueError, InvalidArgumentError)]
+    """torch's C++ errors surface as RuntimeError (or subclasses) raised inside torch's package."""
+    import torch
+
+    return [
+        (torch.OutOfMemoryError, OutOfMemoryError),
+        (torch.jit.Error, ExternalError),
+        (RuntimeError, ExternalError, "torch"),
+        (ValueError, InvalidArgumentError, "torch"),
+        (AssertionError, InvalidArgumentError, "torch"),  # an exported program's shape guards
+    ]
 
 
 def _device(config: ModelConfig) -> Any:
@@ -133,20 +142,20 @@ class TorchBackend:
                 if exported:
                     program = torch.export.load(path)
                     module = program.module().to(device)
-                    io = cls._describe_export(program)
                 else:
                     with warnings.catch_warnings():  # deprecated in torch 2.13 but what .pt files need
                         warnings.simplefilter("ignore", DeprecationWarning)
                         module = torch.jit.load(path, map_location=device)
                     module.eval()
-                    io = ModelIO((TensorInfo("input", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW,
-                                             DNNColorOrder.RGB),),
-                                 (TensorInfo("output", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW,
-                                             DNNColorOrder.RGB),))
             except (RuntimeError, ValueError, zipfile.BadZipFile, KeyError) as exc:
                 kind = "a torch.export program" if exported else "a TorchScript module"
                 raise InvalidDataError(f"torch cannot load '{path}' as {kind}: {' '.join(str(exc).split())[:600]}",
                                        file=path) from exc
+        if exported:
+            io = cls._describe_export(program)
+        else:
+            io = ModelIO((TensorInfo("input", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW, DNNColorOrder.RGB),),
+                         (TensorInfo("output", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW, DNNColorOrder.RGB),))
         return cls(module, config, device, io, scripted=not exported)
 
     @staticmethod
