@@ -247,7 +247,7 @@ def test_tflite_quantized_models(kind: str, tmp_path: Path) -> None:
 
 def test_native_async_rolls_back_to_sync_once(net_path, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
     path = net_path("native", "invert")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="avdnn"):
         dnn = load_model(DnnConfig(model=path, backend="native", input="x", outputs=("y",), async_mode=True,
                                    backend_options={"conv2d_threads": 4}), name="dnn_processing")
     warned = [r for r in caplog.records if "Async not supported. Rolling back to sync" in r.getMessage()]

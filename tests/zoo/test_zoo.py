@@ -78,9 +78,14 @@ def test_resolution_fills_options_and_explicit_ones_win() -> None:
 def test_zoo_colon_form_in_a_filter_string() -> None:
     from avdnn.graph.parse import split_options
 
-    assert split_options("model=zoo:blazeface:confidence=0.6") == [("model", "zoo:blazeface"), ("confidence", "0.6")]
+    joins = get_filter("dnn_detect").joins  # the DNN filters' model option declares the zoo form
+    assert split_options("model=zoo:blazeface:confidence=0.6", joins) == [("model", "zoo:blazeface"),
+                                                                          ("confidence", "0.6")]
     # two positional values stay two, as FFmpeg reads them
-    assert split_options("zoo:x") == [(None, "zoo"), (None, "x")]
+    assert split_options("zoo:x", joins) == [(None, "zoo"), (None, "x")]
+    # a filter whose options declare nothing keeps FFmpeg's rule
+    with pytest.raises(InvalidArgumentError, match="No option name near"):
+        split_options("text=zoo:x", get_filter("showinfo").joins)
 
 
 def test_wrong_filter_and_missing_package_are_one_line_errors(monkeypatch: pytest.MonkeyPatch) -> None:

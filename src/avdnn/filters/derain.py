@@ -29,7 +29,7 @@ class DerainFilter(DnnProcessingFilter):
     options: ClassVar[tuple[Option, ...]] = (
         Option("filter_type", "int", 0, 0, 1, help="filter type(derain/dehaze)",
                consts={"derain": 0, "dehaze": 1}),
-        dnn_backend_option(DERAIN_BACKENDS, lo=0, hi=int(DNNBackendType.NATIVE)),
+        dnn_backend_option(DERAIN_BACKENDS, DNNBackendType.TF, bounded=True),
         *dnn_options(DERAIN_BACKENDS),
     )
 

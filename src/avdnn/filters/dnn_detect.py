@@ -23,9 +23,9 @@ import logging
 from typing import Any, ClassVar
 
 from ..dnn import io_analytics
-from ..dnn.backends import KNOWN_BACKENDS
+from ..dnn import KNOWN_BACKENDS
 from ..dnn.detect import DetectContext, get_model_type, list_model_types, parse, read_labels
-from ..dnn.engine import Item
+from ..dnn import Item
 from ..dnn.interface import DNNBackendType, DNNFunctionType
 from ..errors import AVERROR, AvdnnError, InvalidArgumentError
 from ..media.detections import Detections

@@ -34,7 +34,8 @@ class DnnProcessingFilter(DnnFilter):
     description: ClassVar[str] = "Apply DNN processing filter to the input."
     backend_mask: ClassVar[DNNBackendType] = ALL_BACKENDS
     pix_fmts: ClassVar[tuple[str, ...] | None] = DNN_PIX_FMTS
-    options: ClassVar[tuple[Option, ...]] = (dnn_backend_option(ALL_BACKENDS), *dnn_options(ALL_BACKENDS))
+    options: ClassVar[tuple[Option, ...]] = (dnn_backend_option(ALL_BACKENDS, DNNBackendType.TF),
+                                             *dnn_options(ALL_BACKENDS))
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
         super().__init__(values, label=label)

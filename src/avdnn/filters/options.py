@@ -9,14 +9,15 @@ with FFmpeg's wording and AVERROR(ERANGE).
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgumentError, OptionNotFoundError, OutOfRangeError
+from ..errors import InvalidArgumentError, OptionNotFoundError, OutOfRangeError, closest, did_you_mean
+
+__all__ = ["INT_MAX", "INT_MIN", "BoundOptions", "Option", "bind_options", "closest", "did_you_mean", "parse_number"]
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
@@ -51,7 +52,8 @@ class Option:
     ``type`` is one of ``int``, ``float``, ``bool``, ``string``, ``float_list``.
     ``consts`` are FFmpeg's named values (an int option with a unit); ``aliases`` are other
     names for the same option (``options`` for ``backend_configs``); ``group`` is the
-    AVClass it belongs to in FFmpeg (``dnn_base``, ``dnn_onnx``...) for ``-h``.
+    AVClass it belongs to in FFmpeg (``dnn_base``, ``dnn_onnx``...) for ``-h``;
+    ``joins_bare`` see :meth:`avdnn.filters.base.Filter.joins`.
     """
 
     name: str
@@ -64,6 +66,8 @@ class Option:
     aliases: tuple[str, ...] = ()
     group: str = ""
     deprecated: bool = False
+    #: values after which a bare ``:value`` belongs to this one (avdnn's ``model=zoo:NAME``)
+    joins_bare: tuple[str, ...] = ()
 
     def parse(self, text: str) -> Any:
         """The typed value of ``text``, or InvalidArgumentError/OutOfRangeError."""
@@ -148,21 +152,6 @@ def _g(v: float | None) -> str:
     if v == INT_MIN:
         return "INT_MIN"
     return f"{v:g}"
-
-
-def closest(name: str, candidates: Iterable[str]) -> list[str]:
-    """Up to three candidates closest to ``name``, for "did you mean" messages.
-
-    Without repeats (a name may be both avdnn's and libavfilter's) and never ``name`` itself.
-    """
-    unique = [c for c in dict.fromkeys(candidates) if c != name]
-    return difflib.get_close_matches(name, unique, n=3, cutoff=0.5)
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """`` (did you mean 'a', 'b'?)`` or an empty string."""
-    near = closest(name, candidates)
-    return f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""
 
 
 class BoundOptions(dict[str, Any]):

@@ -34,7 +34,7 @@ class SrFilter(DnnProcessingFilter):
     backend_mask: ClassVar[DNNBackendType] = SR_BACKENDS
     pix_fmts: ClassVar[tuple[str, ...] | None] = ("yuv420p", "yuv422p", "yuv444p", "yuv410p", "yuv411p", "gray")
     options: ClassVar[tuple[Option, ...]] = (
-        dnn_backend_option(SR_BACKENDS, lo=0, hi=int(DNNBackendType.NATIVE)),
+        dnn_backend_option(SR_BACKENDS, DNNBackendType.TF, bounded=True),
         Option("scale_factor", "int", 2, 2, 4, help="scale factor for SRCNN model"),
         *dnn_options(SR_BACKENDS),
     )

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, NotFoundError
+from ..errors import InvalidArgumentError, NotFoundError, did_you_mean
 from .export import exported
 from .labels import avdnn_data_file
 from .spec import ModelSpec
@@ -33,6 +33,9 @@ from .table import BY_NAME
 log = logging.getLogger("avdnn.zoo")
 
 PREFIXES = ("zoo:", "zoo/")
+#: ``model=zoo:NAME`` unescaped in a filter string: the ``model`` option takes the bare ``NAME``
+#: after the value ``zoo`` (FFmpeg refuses a bare value after a key, so nothing valid changes)
+COLON_FORM = "zoo"
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,6 @@ def get_spec(name: str) -> ModelSpec:
     """The zoo entry ``name``; InvalidArgumentError naming the entries (and the closest) otherwise."""
     spec = BY_NAME.get(name)
     if spec is None:
-        from ..filters.options import did_you_mean
-
         raise InvalidArgumentError(f"zoo has no model '{name}'{did_you_mean(name, BY_NAME)}; "
                                    f"models: {', '.join(BY_NAME)} (avdnn models lists them)", option="model")
     return spec
@@ -161,5 +162,5 @@ def apply(values: dict[str, Any], options: Sequence[Any], *, filter_name: str,
     return out, ref
 
 
-__all__ = ["PREFIXES", "ZooRef", "apply", "get_spec", "is_zoo_ref", "labels_of", "model_file", "param_options",
+__all__ = ["COLON_FORM", "PREFIXES", "ZooRef", "apply", "get_spec", "is_zoo_ref", "labels_of", "model_file", "param_options",
            "parse_ref", "style_weights"]
