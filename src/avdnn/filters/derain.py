@@ -2,8 +2,8 @@
 
 ``filter_type`` (derain/dehaze) is accepted and, as in FFmpeg, changes nothing: the model
 decides what it removes. The model must keep the frame size (AVERROR(EIO) otherwise).
-Deliberate differences: ``dnn_backend`` also accepts onnx (the default; FFmpeg allows
-tensorflow only) and failures keep their code.
+Deliberate differences: ``dnn_backend`` takes every backend (FFmpeg allows tensorflow only;
+unset, it follows the model file) and failures keep their code.
 """
 
 from __future__ import annotations

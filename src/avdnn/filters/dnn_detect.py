@@ -9,7 +9,7 @@ from 4 on), ``iou``, ``nms``, ``letterbox`` and ``max_det``.
 
 The output is the input frame itself with a :class:`~avdnn.media.detections.Detections`
 record whose source is the ``model`` value as given (FFmpeg's header source). Deliberate
-differences (docs/analytics.md): the default backend is onnx (FFmpeg: openvino); every avdnn
+differences (docs/analytics.md): an unset backend follows the model file (FFmpeg: openvino); every avdnn
 backend can detect; a frame with nothing detected carries an empty record (FFmpeg attaches no
 side data; showinfo prints the same for both); a frame that already has boxes passes unchanged
 with a warning once (FFmpeg logs an error per frame); a post-processing failure (bad output

@@ -5,8 +5,8 @@ frame's order; gray8, grayf32 and the yuv/nv12 formats feed the luma plane, with
 copied (same size) or bicubic-resized (libswscale) to the output size. The output size comes
 from the model at configuration time (static output dims, else one trial inference), and a
 fixed model input size, a data type or a channel count that does not fit the frame is
-FFmpeg's AVERROR(EIO) with a message saying what to insert. Deliberate differences: the
-default ``dnn_backend`` is onnx; uint8 models are accepted for 8-bit formats; a frame whose
+FFmpeg's AVERROR(EIO) with a message saying what to insert. Deliberate differences:
+``dnn_backend`` left unset follows the model file (:mod:`avdnn.filters.dnn_options`); uint8 models are accepted for 8-bit formats; a frame whose
 size or format changes mid-stream is re-checked and processed (FFmpeg's CLI would
 reconfigure the graph); execution errors keep their code instead of becoming EIO.
 """

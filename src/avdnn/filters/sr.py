@@ -5,7 +5,7 @@ a model that keeps the size (SRCNN) runs on the frame first upscaled ``scale_fac
 with bicubic libswscale, in place on its luma; a model that enlarges (ESPCN) gives the luma
 at its own output size and the chroma is bicubic-upscaled to match. Formats: yuv420p,
 yuv422p, yuv444p, yuv410p, yuv411p, gray8. Deliberate differences: ``dnn_backend`` also
-accepts onnx (the default; FFmpeg allows tensorflow only), failures keep their code, and a
+takes every backend (FFmpeg allows tensorflow only; unset, it follows the model file), failures keep their code, and a
 model with a 3-channel input (most pretrained SR models, e.g. waifu2x) upscales rgb24/bgr24
 frames whole, in the frame's channel order, instead of being refused.
 """
