@@ -80,6 +80,28 @@ def _first_lines(exc: BaseException, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+_stderr_lock = threading.Lock()
+
+
+@contextmanager
+def quiet_stderr(active: bool) -> Iterator[None]:
+    """Silence file descriptor 2 while a runtime's C++ code prints what no Python option turns off
+    (LiteRT's "Created TensorFlow Lite XNNPACK delegate"); a no-op when ``active`` is False."""
+    if not active:
+        yield
+        return
+    with _stderr_lock:
+        saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(devnull)
+
+
 def check_model_file(path: str, *, directory_ok: bool = False) -> None:
     """FFmpeg's load failure for a missing model, as AVERROR(ENOENT) before any runtime runs."""
     if os.path.isfile(path) or (directory_ok and os.path.isdir(path)):

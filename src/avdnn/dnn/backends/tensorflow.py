@@ -200,7 +200,7 @@ def _only_input(graph: Any, aliases: dict[str, str], config: ModelConfig) -> str
     names = [k[3:] for k in aliases if k.startswith("in:")] or \
         [o.name for o in graph.get_operations() if o.type == "Placeholder"]
     if len(names) == 1:
-        log.info("tensorflow: using input '%s'", names[0])
+        log.debug("tensorflow: using input '%s'", names[0])
         return names[0]
     raise InvalidArgumentError(f"input name of the model is required (placeholders: {', '.join(names) or 'none'})",
                                option="input", file=config.path)
@@ -218,7 +218,7 @@ def _default_outputs(graph: Any, aliases: dict[str, str], config: ModelConfig) -
         return sig
     sinks = _sinks(graph)
     if len(sinks) == 1:
-        log.info("tensorflow: using output '%s'", sinks[0])
+        log.debug("tensorflow: using output '%s'", sinks[0])
         return sinks
     raise InvalidArgumentError(f"output name of the model is required (candidates: {', '.join(sinks[:20])})",
                                option="output", file=config.path)

@@ -52,6 +52,7 @@ from ._common import (
     dims_of,
     map_errors,
     pick,
+    quiet_stderr,
     split_batch,
     strip_port,
     tensor_scale,
@@ -115,11 +116,14 @@ class TFLiteBackend:
         threads = int(config.options.get("threads", 0)) or None
 
         def make() -> _Interp:
-            with map_errors(f"model '{path}'", path, _table):
+            # LiteRT prints its XNNPACK line from C++ at the first allocation: only at info and below
+            with map_errors(f"model '{path}'", path, _table), quiet_stderr(log.getEffectiveLevel() > logging.INFO):
                 try:
-                    return _Interp(Interpreter(model_path=path, num_threads=threads))
+                    interp = Interpreter(model_path=path, num_threads=threads)
                 except ValueError as exc:
                     raise InvalidDataError(f"LiteRT cannot read model '{path}': {exc}", file=path) from exc
+                interp.allocate_tensors()
+                return _Interp(interp)
 
         first = make()
         interp = first.interp
