@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import IOFailureError, NotSupportedError
+from ..media import swscale
 from ..media.frame import Frame
 from ..media.pixfmt import lookup
 from .detect.letterbox import Letterbox, letterbox, stretch
@@ -94,8 +95,8 @@ def _swscale(frame: Frame, width: int, height: int, fmt: str) -> np.ndarray:
     BT.601 both ways, as FFmpeg's io_proc (it never calls sws_setColorspaceDetails); PyAV
     would otherwise take the frame's own colorspace.
     """
-    out = frame.to_av().reformat(width=width, height=height, format=fmt, interpolation=INTERPOLATION,
-                                 src_colorspace="ITU601", dst_colorspace="ITU601")
+    out = swscale.reformat(frame.to_av(), width=width, height=height, format=fmt, interpolation=INTERPOLATION,
+                           src_colorspace="ITU601", dst_colorspace="ITU601")
     arr = out.to_ndarray()
     return arr if arr.ndim == 3 else arr[..., None]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import IOFailureError, NotSupportedError
+from ..media import swscale
 from ..media.frame import Frame
 from ..media.pixfmt import DNN_PIX_FMTS, canonical, lookup
 from .interface import DNNDataType, DNNLayout, TensorInfo
@@ -160,7 +161,7 @@ def interleave(chw: np.ndarray) -> np.ndarray:
     frame = av.VideoFrame(width, height, "gbrp")
     for plane, src in zip(frame.planes, (chw[1], chw[2], chw[0]), strict=True):  # gbrp is G, B, R
         np.frombuffer(plane, dtype=np.uint8).reshape(height, plane.line_size)[:, :width] = src
-    out = frame.reformat(format="rgb24")
+    out = swscale.reformat(frame, format="rgb24")
     line = out.planes[0].line_size
     packed = np.frombuffer(out.planes[0], dtype=np.uint8).reshape(height, line)[:, : width * 3]
     return packed.reshape(height, width, 3)
@@ -175,13 +176,13 @@ def resize_plane(plane: np.ndarray, width: int, height: int) -> np.ndarray:
     if plane.ndim == 3:  # nv12 UV: each channel on its own, as libswscale does for ya8
         return np.stack([resize_plane(plane[..., c], width, height) for c in range(plane.shape[2])], axis=-1)
     src = av.VideoFrame.from_ndarray(np.ascontiguousarray(plane), format="gray")
-    out = src.reformat(width=width, height=height, interpolation="BICUBIC")
+    out = swscale.reformat(src, width=width, height=height, interpolation="BICUBIC")
     return np.array(out.to_ndarray(), order="C")
 
 
 def upscale_frame(frame: Frame, width: int, height: int) -> Frame:
     """The whole frame bicubic-resized by libswscale in its own format (sr's SRCNN pre-scale)."""
-    av_frame = frame.to_av().reformat(width=width, height=height, interpolation="BICUBIC")
+    av_frame = swscale.reformat(frame.to_av(), width=width, height=height, interpolation="BICUBIC")
     planes = Frame.from_av(av_frame).planes
     return frame.with_planes([np.array(p, order="C") for p in planes])
 
