@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from .._util_cores import usable_cores
 from ..errors import AvdnnError, ExternalError, OutOfMemoryError, from_errno
 from .interface import DNNAsyncStatusType
 
 
 def auto_nireq() -> int:
-    """FFmpeg's ``nireq=0``: CPU count / 2 + 1."""
-    return (os.cpu_count() or 1) // 2 + 1
+    """FFmpeg's ``nireq=0``: CPU count / 2 + 1, counting the cores this process may use."""
+    return usable_cores() // 2 + 1
 
 
 def as_error(exc: BaseException, what: str) -> AvdnnError | None:

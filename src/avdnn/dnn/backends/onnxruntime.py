@@ -32,6 +32,7 @@ from ..interface import (
     ModelConfig,
     ModelIO,
     TensorInfo,
+    default_threads,
 )
 from ._common import ErrorTable, check_model_file, dims_of, guess_layout, map_errors, pick, split_batch, tensor_scale
 
@@ -121,7 +122,7 @@ class OnnxRuntimeBackend:
     func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("threads_per_operation", "int", 0, 0, 2**31 - 1,
-                      "threads used by ONNX Runtime per operation (cpu; 0 = runtime default)"),
+                      "threads used by ONNX Runtime per operation (cpu; 0 = usable cores / nireq)"),
         BackendOption("inter_op_threads", "int", 0, 0, 2**31 - 1,
                       "threads across operations (avdnn; 0 = runtime default)"),
         BackendOption("optimization", "int", 99, 0, 99, "graph optimisation level (avdnn)", consts=_OPT_LEVELS),
@@ -170,8 +171,8 @@ class OnnxRuntimeBackend:
                 f"device '{config.device}' is not an ONNX Runtime device (known: {', '.join(_PROVIDERS)})",
                 option="device",
             )
-        threads = int(config.options.get("threads_per_operation", 0))
-        if threads and device == "cpu":
+        threads = int(config.options.get("threads_per_operation", 0)) or default_threads(config)
+        if device == "cpu":
             opts.intra_op_num_threads = threads
         inter = int(config.options.get("inter_op_threads", 0))
         if inter:

@@ -27,6 +27,7 @@ before their request is reused.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..._util_cores import usable_cores
 from ...errors import AvdnnError, ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
 from ..interface import (
     ALL_FUNCTION_TYPES,
@@ -138,11 +140,15 @@ def _stream_props(streams: int, nireq: int) -> dict[str, Any]:
     stream using every core, so two requests only queue behind each other and lose to one
     synchronous call. Async with nireq > 1 asks for throughput with that many requests.
     """
+    props: dict[str, Any] = {}
+    cores = usable_cores()
+    if cores < (os.cpu_count() or cores):  # OpenVINO counts the machine, not this process's affinity
+        props["INFERENCE_NUM_THREADS"] = cores
     if streams:
-        return {"NUM_STREAMS": str(streams)}
-    if nireq > 1:
-        return {"PERFORMANCE_HINT": "THROUGHPUT", "PERFORMANCE_HINT_NUM_REQUESTS": str(nireq)}
-    return {}
+        props["NUM_STREAMS"] = str(streams)
+    elif nireq > 1:
+        props.update({"PERFORMANCE_HINT": "THROUGHPUT", "PERFORMANCE_HINT_NUM_REQUESTS": str(nireq)})
+    return props
 
 
 def _device(config: ModelConfig) -> str:

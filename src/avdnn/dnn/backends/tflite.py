@@ -43,6 +43,7 @@ from ..interface import (
     ModelConfig,
     ModelIO,
     TensorInfo,
+    default_threads,
 )
 from ._common import (
     ErrorTable,
@@ -86,7 +87,7 @@ class TFLiteBackend:
     flag: ClassVar[DNNBackendType] = DNNBackendType.TFLITE
     func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
-        BackendOption("threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = LiteRT decides)"),
+        BackendOption("threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = usable cores / nireq)"),
         BackendOption("scale", "float", 0.0, -(2**31), 2**31 - 1,
                       "Add scale preprocess operation. Divide each element of input by specified value."),
         BackendOption("mean", "float", 0.0, -(2**31), 2**31 - 1,
@@ -113,7 +114,7 @@ class TFLiteBackend:
         check_model_file(path)
         from ai_edge_litert.interpreter import Interpreter
 
-        threads = int(config.options.get("threads", 0)) or None
+        threads = int(config.options.get("threads", 0)) or default_threads(config)
 
         def make() -> _Interp:
             # LiteRT prints its XNNPACK line from C++ at the first allocation: only at info and below
