@@ -15,13 +15,19 @@ For each case it measures frames per second of
     ffmpeg 5.1 has only the native backend: used for the native-format case);
 interleaved (a, b, c, d; the next round starts one later: b, c, d, a; ...) and repeated ``--reps`` times; the table shows medians and
 the ratios (b)/(a), (b)/(c), (b)/(d). Warm-up frames (model load, pipeline fill) are left out
-of every figure the same way. Then a sweep of async/nireq/batch_size on a single-threaded
+of every figure the same way. The compute-bound cases also run avdnn with no tuning options at
+all (b_default: nireq and intra-op threads chosen from the usable cores) against the best of
+two raw configurations (1 thread x 2 runs, 2 threads x 1 run: a_best). Every variant also
+records its process CPU per frame (user + system, all threads and children). An ffmpeg
+built with the ONNX backend is taken from ``AVDNN_FFMPEG`` for the ONNX cases (column d,
+FFmpeg's defaults); without it that column is skipped with the reason. Then a sweep of async/nireq/batch_size on a single-threaded
 session, and memory: peak RSS and RSS growth over a long run (in a subprocess).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -44,6 +50,10 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_JSON = HERE / "results.json"
 CODEC = "libx264"
 CODEC_OPTIONS = {"preset": "ultrafast"}
+
+#: an ffmpeg with the ONNX backend (FFmpeg master), for the d column of the ONNX cases
+ONNX_FFMPEG = os.environ.get("AVDNN_FFMPEG")
+NO_ONNX_FFMPEG = "set AVDNN_FFMPEG to an ffmpeg built with the ONNX backend (none is installable here)"
 
 #: (intra-op threads, nireq) of the compute-bound cases: one single-threaded inference per core
 #: overlaps decoding and conversion with inference; one 2-thread inference at a time loses to
@@ -74,6 +84,22 @@ def _no_ort_cuda(device: str) -> str | None:
     return None
 
 
+def _onnx_ffmpeg(case: C.Case, chain: str) -> None:
+    """Column d of an ONNX case: FFmpeg master's dnn_processing with ``chain`` (FFmpeg's defaults)."""
+    if ONNX_FFMPEG:
+        case.ffmpeg_chain = chain.replace("dnn_processing=", "dnn_processing=dnn_backend=onnx:")
+        case.note = case.note.replace("ffmpeg 5.1 has no ONNX backend", f"ffmpeg: AVDNN_FFMPEG={ONNX_FFMPEG}")
+    else:
+        case.note = case.note.replace("ffmpeg 5.1 has no ONNX backend", NO_ONNX_FFMPEG)
+
+
+def _defaults(case: C.Case, default_chain: str, raws: dict[str, Callable[[int, int], C.Timing]]) -> None:
+    """The untuned run (b_default) and the raw configurations whose best is its ceiling (a_best)."""
+    case.extra["default_chain"] = default_chain
+    case.extra["raws"] = raws
+    _onnx_ffmpeg(case, default_chain)
+
+
 def case_smoke(tmp: Path, device: str, quick: bool) -> C.Case:
     model = C.onnx_identity(tmp)
     sess = C.ort_session(model, device)
@@ -100,6 +126,7 @@ def case_identity(tmp: Path, device: str, quick: bool) -> C.Case | str:
                   f"format=rgb24,dnn_processing=model={model}{_dev(device)}", frames=30 if quick else 80,
                   warmup=4, note="ffmpeg 5.1 has no ONNX backend")
     case.raw = lambda n, w: C.raw_loop(lambda: backend.run(x), n, w, parallel=2)
+    _onnx_ffmpeg(case, case.chain)
     sess = C.ort_session(model, device)
     body = C.process_naive(lambda t: sess.run(None, {"x": t})[0])
     case.naive = lambda n, w, out: C.naive_video_loop(src, None, n, w, out, CODEC, CODEC_OPTIONS, body)
@@ -154,6 +181,10 @@ def case_style(tmp: Path, device: str, quick: bool) -> C.Case | str:
                   src, None, chain, frames=8 if quick else 48, warmup=3,
                   note="compute-bound; ffmpeg 5.1 has no ONNX backend")
     case.raw = lambda n, w: C.raw_loop(lambda: backend.run(x), n, w, parallel=nireq)
+    wide = C.avdnn_backend("onnx", model, extra_inputs=extra, threads_per_operation=2,
+                           device=device if device == "cuda" else None)
+    _defaults(case, f"scale=640:360,format=rgb24,dnn_processing=model={model}:extra_inputs={extra}{_dev(device)}",
+              {"1x2": case.raw, "2x1": lambda n, w: C.raw_loop(lambda: wide.run(x), n, w, parallel=1)})
     sess = C.ort_session(model, device)
     body = C.process_naive(lambda t: sess.run(None, {"image": t, "style_weights": weights})[0], size=(640, 360))
     case.naive = lambda n, w, out: C.naive_video_loop(src, None, n, w, out, CODEC, CODEC_OPTIONS, body)
@@ -176,6 +207,9 @@ def case_sr(tmp: Path, device: str, quick: bool) -> C.Case | str:
                   "carphone 176x144 -> 352x288", src, None,
                   chain, frames=8 if quick else 30, warmup=3, note="compute-bound; ffmpeg 5.1 has no ONNX backend")
     case.raw = lambda n, w: C.raw_loop(lambda: backend.run(x), n, w, parallel=nireq)
+    wide = C.avdnn_backend("onnx", model, threads_per_operation=2, device=device if device == "cuda" else None)
+    _defaults(case, f"pad=iw+14:ih+14:7:7,format=rgb24,dnn_processing=model={model}{_dev(device)}",
+              {"1x2": case.raw, "2x1": lambda n, w: C.raw_loop(lambda: wide.run(x), n, w, parallel=1)})
     sess = C.ort_session(model, device)
     name = sess.get_inputs()[0].name
     body = C.process_naive(lambda t: sess.run(None, {name: t})[0], pad=7)
@@ -342,17 +376,25 @@ def measure_case(case: C.Case, reps: int, tmp: Path, with_ffmpeg: bool) -> dict[
     """Interleave the variants, ``reps`` rounds; medians of fps."""
     variants: dict[str, Callable[[], C.Timing]] = {}
     out_file = str(tmp / f"{case.name}.mp4")
-    if case.raw is not None:
+    raws = case.extra.get("raws") or {}
+    if case.raw is not None and not raws:
         variants["a_raw"] = lambda: case.raw(case.frames, case.warmup)  # type: ignore[misc]
+    for label, raw in raws.items():
+        variants[f"a_raw[{label}]"] = lambda raw=raw: raw(case.frames, case.warmup)
     variants["b_file"] = lambda: C.run_avdnn(case, out_file, CODEC, CODEC_OPTIONS)
     variants["b_null"] = lambda: C.run_avdnn(case, None, CODEC, CODEC_OPTIONS)
+    if "default_chain" in case.extra:
+        untuned = dataclasses.replace(case, chain=case.extra["default_chain"])
+        variants["b_default_file"] = lambda: C.run_avdnn(untuned, out_file, CODEC, CODEC_OPTIONS)
+        variants["b_default_null"] = lambda: C.run_avdnn(untuned, None, CODEC, CODEC_OPTIONS)
     if case.naive is not None:
         variants["c_file"] = lambda: case.naive(case.frames, case.warmup, out_file)  # type: ignore[misc]
         variants["c_null"] = lambda: case.naive(case.frames, case.warmup, None)  # type: ignore[misc]
     if with_ffmpeg and case.ffmpeg_chain:
-        variants["d_file"] = lambda: C.run_ffmpeg(case, out_file, CODEC, CODEC_OPTIONS)
-        variants["d_null"] = lambda: C.run_ffmpeg(case, None, CODEC, CODEC_OPTIONS)
+        variants["d_file"] = lambda: _ffmpeg_run(case, out_file)
+        variants["d_null"] = lambda: _ffmpeg_run(case, None)
     runs: dict[str, list[float]] = {k: [] for k in variants}
+    cpu: dict[str, list[float]] = {k: [] for k in variants}
     errors: dict[str, str] = {}
     order = list(variants.items())
     for rep in range(reps):
@@ -361,13 +403,23 @@ def measure_case(case: C.Case, reps: int, tmp: Path, with_ffmpeg: bool) -> dict[
             if key in errors:
                 continue
             try:
+                before = os.times()
                 runs[key].append(fn().fps)
+                after = os.times()
             except Exception as exc:  # noqa: BLE001 - reported in the table, the others go on
                 errors[key] = f"{type(exc).__name__}: {exc}"[:300]
+            else:
+                spent = sum(after[:4]) - sum(before[:4])  # user + system, this process and its children
+                cpu[key].append(spent / case.frames * 1e3)
     fps = {k: statistics.median(v) for k, v in runs.items() if v}
+    best = [v for k, v in fps.items() if k.startswith("a_raw[")]
+    if best:
+        fps["a_best"] = max(best)
     result: dict[str, Any] = {
         "case": case.name, "what": case.what, "chain": case.chain, "frames": case.frames, "warmup": case.warmup,
         "fps": fps, "runs": runs, "errors": errors, "note": case.note,
+        # process CPU per frame, warm-up and set-up included (the same for every variant of a case)
+        "cpu_ms_per_frame": {k: statistics.median(v) for k, v in cpu.items() if v},
     }
     result["ratios"] = ratios(fps)
     if not case.ffmpeg_chain or not with_ffmpeg:
@@ -375,13 +427,30 @@ def measure_case(case: C.Case, reps: int, tmp: Path, with_ffmpeg: bool) -> dict[
     return result
 
 
+def _ffmpeg_run(case: C.Case, output: str | None) -> C.Timing:
+    """ffmpeg's run of the case: AVDNN_FFMPEG for the ONNX cases, the one on PATH otherwise."""
+    binary = ONNX_FFMPEG if ONNX_FFMPEG and "dnn_backend=onnx" in (case.ffmpeg_chain or "") else C.FFMPEG
+    saved, C.FFMPEG = C.FFMPEG, binary
+    try:
+        return C.run_ffmpeg(case, output, CODEC, CODEC_OPTIONS)
+    finally:
+        C.FFMPEG = saved
+
+
 def ratios(fps: dict[str, float]) -> dict[str, float]:
     out = {}
+    for b in ("b_default_file", "b_default_null"):
+        if b in fps and "a_best" in fps:
+            out[f"{b}/a_best"] = fps[b] / fps["a_best"]
+        key = "d_" + b.rsplit("_", 1)[1]
+        if b in fps and key in fps:
+            out[f"{b}/{key}"] = fps[b] / fps[key]
     for b in ("b_file", "b_null"):
         if b not in fps:
             continue
-        if "a_raw" in fps:
-            out[f"{b}/a_raw"] = fps[b] / fps["a_raw"]
+        raw = fps.get("a_raw", fps.get("a_raw[1x2]"))
+        if raw:
+            out[f"{b}/a_raw"] = fps[b] / raw
         suffix = b.split("_")[1]
         for other in ("c", "d"):
             key = f"{other}_{suffix}"
@@ -509,8 +578,10 @@ def machine() -> dict[str, Any]:
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    cols = ("a_raw", "b_file", "b_null", "c_file", "c_null", "d_file", "d_null")
-    rcols = ("b_file/a_raw", "b_null/a_raw", "b_file/c_file", "b_null/c_null", "b_file/d_file", "b_null/d_null")
+    cols = ("a_raw", "a_best", "b_file", "b_null", "b_default_file", "b_default_null", "c_file", "c_null",
+            "d_file", "d_null")
+    rcols = ("b_file/a_raw", "b_null/a_raw", "b_default_file/a_best", "b_default_null/a_best", "b_file/c_file",
+             "b_null/c_null", "b_file/d_file", "b_null/d_null", "b_default_null/d_null")
     head = "| case | " + " | ".join(cols) + " | " + " | ".join(rcols) + " |"
     lines = [head, "|" + "---|" * (1 + len(cols) + len(rcols))]
     extra = []
@@ -528,10 +599,15 @@ def table(results: list[dict[str, Any]]) -> str:
         if "skipped" in r:
             extra.append(f"\n{r['case']}: skipped ({r['skipped']})")
             continue
-        fps = r["fps"]
+        fps = dict(r["fps"])
+        fps.setdefault("a_raw", fps.get("a_raw[1x2]", 0.0) or None)
+        fps = {k: v for k, v in fps.items() if v}
         cells = [f"{fps[c]:.1f}" if c in fps else "–" for c in cols]
         rat = [f"{r['ratios'][c]:.2f}" if c in r["ratios"] else "–" for c in rcols]
         lines.append(f"| {r['case']} | " + " | ".join(cells) + " | " + " | ".join(rat) + " |")
+        if r.get("cpu_ms_per_frame"):
+            extra.append(f"{r['case']}: CPU ms/frame (incl. set-up): "
+                         + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu_ms_per_frame"].items()))
         if "peak_rss_mb" in r:
             extra.append(f"{r['case']}: peak RSS {r['peak_rss_mb']:.0f} MB (benchmark process, this case)")
         for k, e in r.get("errors", {}).items():
@@ -546,6 +622,10 @@ def targets(results: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in ("sr_waifu2x", "style_640x360"):
         r = by.get(name)
+        for key in ("b_default_file/a_best", "b_default_null/a_best"):
+            if r and key in r.get("ratios", {}):
+                v = r["ratios"][key]
+                out[f"{name} {key} >= 0.97 (no tuning options)"] = {"value": round(v, 3), "met": v >= 0.97}
         if r and "ratios" in r:
             for key in ("b_file/a_raw", "b_null/a_raw"):
                 if key in r["ratios"]:
