@@ -2,7 +2,8 @@
 
 The case of issue 12.5: a 640x360 yuv420p frame to a 300x300 rgb24 model input, as
 io_analytics converts it (a new PyAV frame per call, so ``frame.reformat()`` builds a new
-SwsContext each time; frames are new per iteration, as decoded frames are), against :func:`avdnn.media.swscale.reformat` (one kept per parameters).
+SwsContext each time; frames are new per iteration, as decoded frames are), against
+:func:`avdnn.media.swscale.reformat` (one kept per parameters).
 
     PYTHONPATH=src python benchmarks/swscale.py [rounds]
 """
@@ -19,8 +20,14 @@ import numpy as np
 from avdnn.media import swscale
 from avdnn.media.frame import Frame
 
-KW = {"width": 300, "height": 300, "format": "rgb24", "interpolation": "FAST_BILINEAR",
-      "src_colorspace": "ITU601", "dst_colorspace": "ITU601"}
+KW = {
+    "width": 300,
+    "height": 300,
+    "format": "rgb24",
+    "interpolation": "FAST_BILINEAR",
+    "src_colorspace": "ITU601",
+    "dst_colorspace": "ITU601",
+}
 N = 200
 
 
@@ -30,7 +37,7 @@ def main() -> None:
     frame = Frame.from_av(av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format="yuv420p"))
     fresh, kept = [], []
     for r in range(rounds):
-        for name in (("fresh", "kept") if r % 2 == 0 else ("kept", "fresh")):
+        for name in ("fresh", "kept") if r % 2 == 0 else ("kept", "fresh"):
             frames = [Frame.from_planes(frame.planes, "yuv420p") for _ in range(N)]  # a new frame each, as decoded
             t = time.perf_counter()
             for each in frames:

@@ -39,7 +39,7 @@ def fferrtag(a: int | str, b: int | str, c: int | str, d: int | str) -> int:
     return -(vals[0] | (vals[1] << 8) | (vals[2] << 16) | (vals[3] << 24))
 
 
-def AVERROR(e: int) -> int:  # noqa: N802 - FFmpeg's name
+def AVERROR(e: int) -> int:
     """FFmpeg's AVERROR(): a POSIX errno as a negative code."""
     return -e
 

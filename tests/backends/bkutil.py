@@ -10,9 +10,16 @@ from avdnn.dnn import backends as registry
 
 #: format -> the modules needed to write it (besides the backend's own runtime)
 WRITERS = {
-    "onnx": ("onnx",), "openvino": ("onnx", "openvino"), "torch": ("torch",), "torch_export": ("torch",),
-    "tensorflow": ("tensorflow",), "tf_saved": ("tensorflow",), "tflite": ("tensorflow",),
-    "native": (), "openvino_pb": ("tensorflow",), "openvino_tflite": ("tensorflow",),
+    "onnx": ("onnx",),
+    "openvino": ("onnx", "openvino"),
+    "torch": ("torch",),
+    "torch_export": ("torch",),
+    "tensorflow": ("tensorflow",),
+    "tf_saved": ("tensorflow",),
+    "tflite": ("tensorflow",),
+    "native": (),
+    "openvino_pb": ("tensorflow",),
+    "openvino_tflite": ("tensorflow",),
 }
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from avdnn import _util_cores
-from avdnn.dnn import DnnConfig, load_model
-from avdnn.dnn import interface, tasks
+from avdnn.dnn import DnnConfig, interface, load_model, tasks
 
 
 def _identity(tmp_path: Path) -> str:
@@ -17,8 +16,10 @@ def _identity(tmp_path: Path) -> str:
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    model = helper.make_model(helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y]),
-                              opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 13)],
+    )
     model.ir_version = 8
     path = tmp_path / "identity.onnx"
     save(model, str(path))
@@ -30,8 +31,9 @@ def test_usable_cores_is_the_affinity_mask() -> None:
 
 
 @pytest.mark.parametrize(("cores", "nireq", "threads"), [(2, 2, 1), (8, 5, 1), (1, 1, 1)])
-def test_defaults_divide_the_cores(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cores: int, nireq: int,
-                                   threads: int) -> None:
+def test_defaults_divide_the_cores(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cores: int, nireq: int, threads: int
+) -> None:
     monkeypatch.setattr(tasks, "usable_cores", lambda: cores)
     monkeypatch.setattr(interface, "usable_cores", lambda: cores)
     assert tasks.auto_nireq() == nireq  # FFmpeg's cores / 2 + 1
@@ -47,8 +49,7 @@ def test_sync_gets_every_core_and_explicit_options_win(monkeypatch: pytest.Monke
     monkeypatch.setattr(interface, "usable_cores", lambda: 4)
     path = _identity(tmp_path)
     sync = load_model(DnnConfig(model=path, backend="onnx", async_mode=False))
-    given = load_model(DnnConfig(model=path, backend="onnx", nireq=3,
-                                 backend_options={"threads_per_operation": 3}))
+    given = load_model(DnnConfig(model=path, backend="onnx", nireq=3, backend_options={"threads_per_operation": 3}))
     try:
         assert sync.backend._session.get_session_options().intra_op_num_threads == 4  # type: ignore[attr-defined]
         assert given.engine.nireq == 3

@@ -15,8 +15,9 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 def _avdnn(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": SRC}
-    return subprocess.run([sys.executable, "-m", "avdnn", "-hide_banner", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "avdnn", "-hide_banner", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def _identity(tmp_path: Path) -> str:
@@ -24,8 +25,10 @@ def _identity(tmp_path: Path) -> str:
 
     x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, "H", "W"])
     y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    model = helper.make_model(helper.make_graph([helper.make_node("Identity", ["input"], ["output"])], "g", [x], [y]),
-                              opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Identity", ["input"], ["output"])], "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 13)],
+    )
     model.ir_version = 8
     path = tmp_path / "identity.onnx"
     save(model, str(path))

@@ -39,8 +39,9 @@ class PluginBackend(MockBackend):
 
 @pytest.fixture
 def plugin() -> Iterator[BackendSpec]:
-    spec = BackendSpec("plugin", PLUGIN, __name__, "PluginBackend", "plugin", "numpy", "dnn_plugin",
-                       suffixes=(".plug",))
+    spec = BackendSpec(
+        "plugin", PLUGIN, __name__, "PluginBackend", "plugin", "numpy", "dnn_plugin", suffixes=(".plug",)
+    )
     register_backend(spec)
     try:
         yield spec
@@ -89,10 +90,19 @@ def test_the_registered_backend_runs_by_name_and_by_its_file_suffix(plugin: Back
     assert [c.options["plugin_knob"] for c in PluginBackend.loaded] == [7, 3]
 
 
-@pytest.mark.parametrize("path,backend", [
-    ("espcn.pb", "tensorflow"), ("m.xml", "openvino"), ("m.pt", "torch"), ("m.pt2", "torch"),
-    ("m.onnx", "onnx"), ("M.ONNX", "onnx"), ("m.tflite", "tflite"), ("m.model", "native"),
-])
+@pytest.mark.parametrize(
+    "path,backend",
+    [
+        ("espcn.pb", "tensorflow"),
+        ("m.xml", "openvino"),
+        ("m.pt", "torch"),
+        ("m.pt2", "torch"),
+        ("m.onnx", "onnx"),
+        ("M.ONNX", "onnx"),
+        ("m.tflite", "tflite"),
+        ("m.model", "native"),
+    ],
+)
 def test_backend_for_path(path: str, backend: str) -> None:
     found = backend_for_path(path)
     assert found is not None and found.name == backend
@@ -110,8 +120,10 @@ def test_an_explicit_dnn_backend_wins_over_the_file_and_an_inferred_one_is_check
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    model = helper.make_model(helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y]),
-                              opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 13)],
+    )
     model.ir_version = 8
     odd = tmp_path / "identity.pb"  # an ONNX file under a TensorFlow name
     onnx.save(model, str(odd))

@@ -164,6 +164,7 @@ def test_first_error_of_a_task_is_kept() -> None:
     def bad(err: AvdnnError) -> Item:
         def post(outs: list) -> None:
             raise err
+
         return Item((1, 1, 1), F32, lambda d: d.fill(0), post)
 
     e, _ = engine(nireq=1, batch_size=3, async_mode=True)
@@ -204,6 +205,7 @@ class Bug(AttributeError):
 @pytest.mark.parametrize("where", ["inference", "fill", "post"])
 def test_a_bug_keeps_its_type_sync(where: str) -> None:
     """Inline, a bug raised while running, filling or post-processing goes up as raised at once."""
+
     def fn(b: np.ndarray) -> np.ndarray:
         if where == "inference" and (b == 2).any():
             raise Bug("'NoneType' object has no attribute 'run'")
@@ -218,8 +220,12 @@ def test_a_bug_keeps_its_type_sync(where: str) -> None:
     e, _ = engine(fn, nireq=1, batch_size=1, async_mode=False)
     e.submit(0, [item(0)])
     e.submit(1, [item(1)])
-    bug = Item((1, 2, 2), F32, bad_fill if where == "fill" else (lambda dst: dst.fill(2)),
-               bad_post if where == "post" else (lambda outs: 0.0))
+    bug = Item(
+        (1, 2, 2),
+        F32,
+        bad_fill if where == "fill" else (lambda dst: dst.fill(2)),
+        bad_post if where == "post" else (lambda outs: 0.0),
+    )
     with pytest.raises(Bug) as info:
         e.submit(2, [bug])
     assert info.traceback[-1].name in ("fn", "bad_fill", "bad_post")  # the traceback reaches the bug's line
@@ -237,6 +243,7 @@ def drain_until_bug(e: Engine) -> list:
 
 def test_a_bug_in_a_worker_is_raised_by_get_result() -> None:
     """Async, the bug waits on its task: the frames before it come out, then get_result raises it."""
+
     def fn(b: np.ndarray) -> np.ndarray:
         if (b == 3).any():
             raise Bug("worker bug")
@@ -277,8 +284,11 @@ def test_wrong_batch_in_output_fails_tasks() -> None:
 
 @pytest.mark.parametrize(
     "err,code,cls",
-    [(errno.EAGAIN, AVERROR_EXTERNAL, ExternalError), (errno.EINVAL, AVERROR(errno.EINVAL), InvalidArgumentError),
-     (errno.EPERM, AVERROR(errno.EPERM), PermissionError)],
+    [
+        (errno.EAGAIN, AVERROR_EXTERNAL, ExternalError),
+        (errno.EINVAL, AVERROR(errno.EINVAL), InvalidArgumentError),
+        (errno.EPERM, AVERROR(errno.EPERM), PermissionError),
+    ],
 )
 def test_worker_cannot_start_in_flush(err: int, code: int, cls: type) -> None:
     """Seed 001 patch 9: the flush's worker start fails -> AVERROR_EXTERNAL / AVERROR(errno)."""
@@ -409,7 +419,9 @@ def test_faults_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(faults.ENV, "worker_start:errno=EPERM:in_flush=1,post_process:at=3")
     plan = faults.current_plan()
     assert [(f.point, f.errno, f.at, f.in_flush) for f in plan.faults] == [
-        ("worker_start", errno.EPERM, None, True), ("post_process", None, 3, False)]
+        ("worker_start", errno.EPERM, None, True),
+        ("post_process", None, 3, False),
+    ]
     with pytest.raises(InvalidArgumentError):
         faults.parse_env("nowhere")
     with faults.inject(faults.Fault("inference", at=0)) as injected:
@@ -418,7 +430,7 @@ def test_faults_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_async_workers_are_persistent_one_per_request() -> None:
     """One worker thread per request slot for the whole run (not one per batch); close stops them."""
-    e, mock = engine(nireq=2, batch_size=1, async_mode=True)
+    e, _ = engine(nireq=2, batch_size=1, async_mode=True)
     for i in range(12):
         e.submit(i, [item(i)])
     e.flush()
@@ -449,7 +461,7 @@ def test_unclosed_engine_stops_its_workers_when_collected() -> None:
 
     e, _ = engine(nireq=1, async_mode=True)
     e.submit(0, [item(0)])
-    no_hang(lambda: drain(e))
+    no_hang(lambda e=e: drain(e))
     thread = e._requests[0].thread
     assert thread is not None and thread.is_alive()
     del e

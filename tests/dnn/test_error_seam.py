@@ -5,10 +5,10 @@ from __future__ import annotations
 import errno
 
 import numpy as np
+import onnx_models as models
 import pytest
 from dnnutil import lavfi_frames, make_filter, no_hang, run_filter
 
-import onnx_models as models
 from avdnn.dnn import DnnConfig, Item, load_model
 from avdnn.dnn.backends._common import map_errors, raised_in
 from avdnn.dnn.interface import DNNAsyncStatusType

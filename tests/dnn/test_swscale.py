@@ -29,8 +29,18 @@ def test_kept_reformatter_gives_the_fresh_bytes_and_is_reused() -> None:
         geom = io_analytics.geometry(spec, 64, 36, False)
         for frame in _frames(5):
             got = io_analytics.detect_image(frame, spec, geom)
-            want = frame.to_av().reformat(width=30, height=30, format="rgb24", interpolation="FAST_BILINEAR",
-                                          src_colorspace="ITU601", dst_colorspace="ITU601").to_ndarray()
+            want = (
+                frame.to_av()
+                .reformat(
+                    width=30,
+                    height=30,
+                    format="rgb24",
+                    interpolation="FAST_BILINEAR",
+                    src_colorspace="ITU601",
+                    dst_colorspace="ITU601",
+                )
+                .to_ndarray()
+            )
             np.testing.assert_array_equal(got, want)
         box["kept"] = swscale.kept()
 

@@ -139,8 +139,9 @@ class Engine:
                 return Result(DNNAsyncStatusType.EMPTY_QUEUE)
             head = self._tasks[0]
             if not head.complete and wait:
-                self._cond.wait_for(lambda: head.complete or head.dispatched < head.todo or self._closed
-                                    or self._interrupted, timeout)
+                self._cond.wait_for(
+                    lambda: head.complete or head.dispatched < head.todo or self._closed or self._interrupted, timeout
+                )
                 if self._interrupted:
                     raise self._exit()
             if not head.complete:
@@ -214,7 +215,9 @@ class Engine:
         del pending
         self._stop_workers()  # each worker exits after the job it runs, if any
         if not idle:
-            log.warning("%s: %d inference request(s) still running after %.1fs; abandoned", self.name, self._busy, limit)
+            log.warning(
+                "%s: %d inference request(s) still running after %.1fs; abandoned", self.name, self._busy, limit
+            )
         else:
             for req in self._requests:
                 if req.thread is not None:
@@ -313,7 +316,7 @@ class Engine:
             if self._faults_on:
                 self.faults.hit("worker_start", req.index, in_flush=in_flush)
             self._start(req, items, batch, batch_no)
-        except BaseException as exc:  # noqa: BLE001 - every item completes, then the caller hears it
+        except BaseException as exc:
             if isinstance(exc, AvdnnError):
                 err: BaseException = exc
             elif isinstance(exc, (OSError, RuntimeError)):
@@ -364,8 +367,10 @@ class Engine:
         if req.inbox is None:
             inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
             thread = threading.Thread(
-                target=_serve, args=(weakref.ref(self), req, inbox),
-                name=f"{self.name}-req{req.index}", daemon=True,
+                target=_serve,
+                args=(weakref.ref(self), req, inbox),
+                name=f"{self.name}-req{req.index}",
+                daemon=True,
             )
             thread.start()
             req.thread, req.inbox = thread, inbox
@@ -393,8 +398,12 @@ class Engine:
         return self._finish(req, items, outputs, error, batch_no)
 
     def _finish(
-        self, req: Request, items: list[Item], outputs: Sequence[np.ndarray] | None,
-        error: BaseException | None, batch_no: int,
+        self,
+        req: Request,
+        items: list[Item],
+        outputs: Sequence[np.ndarray] | None,
+        error: BaseException | None,
+        batch_no: int,
     ) -> BaseException | None:
         """Completion callback: post-process each item, then record every completion and free
         the request under one lock (one wake-up per batch, not per item). Returns the first
@@ -419,7 +428,7 @@ class Engine:
         finally:
             if len(done) < len(items):  # an unexpected failure above: still complete the rest
                 late = ExternalError(f"{self.name}: request {req.index} ended before post-processing")
-                done += [(item, late, None) for item in items[len(done):]]
+                done += [(item, late, None) for item in items[len(done) :]]
             with self._cond:
                 for item, err_, result in done:
                     self._record(item, err_, result)

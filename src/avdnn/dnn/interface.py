@@ -137,7 +137,8 @@ class TensorInfo:
 
     def describe(self) -> str:
         dims = "x".join("?" if d < 0 else str(d) for d in self.dims)
-        return f"'{self.name}' [{dims}] {self.type_name or (self.dtype.name.lower() if self.dtype else '?')} {self.layout.name}"
+        kind = self.type_name or (self.dtype.name.lower() if self.dtype else "?")
+        return f"'{self.name}' [{dims}] {kind} {self.layout.name}"
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,9 @@ def frame_channels(fmt: str) -> int:
     """Channels the model sees for a frame format: 3 for packed RGB, 1 (luma) otherwise."""
     fmt = canonical(fmt)
     if fmt not in DNN_PIX_FMTS:
-        raise NotSupportedError(f"pixel format {fmt} is not supported by DNN io_proc "
-                                f"(supported: {', '.join(DNN_PIX_FMTS)})")
+        raise NotSupportedError(
+            f"pixel format {fmt} is not supported by DNN io_proc (supported: {', '.join(DNN_PIX_FMTS)})"
+        )
     return 3 if fmt in PACKED_RGB else 1
 
 
@@ -96,8 +97,10 @@ def fill_tensor(src: np.ndarray, dst: np.ndarray, info: TensorInfo) -> None:
 def tensor_size(out: np.ndarray, info: TensorInfo) -> tuple[int, int, int]:
     """(channels, height, width) of one output item (leading batch axis of 1)."""
     if out.ndim != 4:
-        raise IOFailureError(f"model output {info.describe()} gave a {out.ndim}-D tensor {out.shape}; "
-                             f"a process-frame model must give 4-D")
+        raise IOFailureError(
+            f"model output {info.describe()} gave a {out.ndim}-D tensor {out.shape}; "
+            f"a process-frame model must give 4-D"
+        )
     if info.layout == DNNLayout.NHWC:
         return out.shape[3], out.shape[1], out.shape[2]
     return out.shape[1], out.shape[2], out.shape[3]
@@ -168,8 +171,9 @@ def interleave(chw: np.ndarray) -> np.ndarray:
 
     frame = av.VideoFrame(width, height, "gbrp")
     for plane, src in zip(frame.planes, (chw[1], chw[2], chw[0]), strict=True):  # gbrp is G, B, R
-        np.copyto(np.frombuffer(plane, dtype=np.uint8).reshape(height, plane.line_size)[:, :width], src,
-                  casting="unsafe")
+        np.copyto(
+            np.frombuffer(plane, dtype=np.uint8).reshape(height, plane.line_size)[:, :width], src, casting="unsafe"
+        )
     out = swscale.reformat(frame, format="rgb24")
     line = out.planes[0].line_size
     packed = np.frombuffer(out.planes[0], dtype=np.uint8).reshape(height, line)[:, : width * 3]

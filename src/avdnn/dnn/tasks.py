@@ -149,7 +149,9 @@ class Request:
         self.buffer = None
         self._view_key = self._view = None
 
-    def input_view(self, n: int, shape: tuple[int, ...], dtype: np.dtype, capacity: int, stats: EngineStats) -> np.ndarray:
+    def input_view(
+        self, n: int, shape: tuple[int, ...], dtype: np.dtype, capacity: int, stats: EngineStats
+    ) -> np.ndarray:
         """A view of this request's buffer for ``n`` items; grows (never shrinks) when needed.
 
         The view of the last (n, shape, dtype) is kept, so a steady stream builds none.

@@ -27,8 +27,7 @@ class DerainFilter(DnnProcessingFilter):
     backend_mask: ClassVar[DNNBackendType] = DERAIN_BACKENDS
     pix_fmts: ClassVar[tuple[str, ...] | None] = ("rgb24",)
     options: ClassVar[tuple[Option, ...]] = (
-        Option("filter_type", "int", 0, 0, 1, help="filter type(derain/dehaze)",
-               consts={"derain": 0, "dehaze": 1}),
+        Option("filter_type", "int", 0, 0, 1, help="filter type(derain/dehaze)", consts={"derain": 0, "dehaze": 1}),
         dnn_backend_option(DERAIN_BACKENDS, DNNBackendType.TF, bounded=True),
         *dnn_options(DERAIN_BACKENDS),
     )
@@ -36,6 +35,7 @@ class DerainFilter(DnnProcessingFilter):
     def setup(self, fmt: str, width: int, height: int) -> tuple[int, int]:
         out_w, out_h = super().setup(fmt, width, height)
         if (out_w, out_h) != (width, height):
-            raise IOFailureError(f"derain needs a model that keeps the frame size; this one turns "
-                                 f"{width}x{height} into {out_w}x{out_h}")
+            raise IOFailureError(
+                f"derain needs a model that keeps the frame size; this one turns {width}x{height} into {out_w}x{out_h}"
+            )
         return out_w, out_h

@@ -36,8 +36,10 @@ class DnnFilter(Filter):
         """Each DNN filter's option rows follow the backend table (register_backend after import)."""
         super().__init_subclass__(**kwargs)
         if "options" in cls.__dict__:
+
             def refresh(cls: type[DnnFilter] = cls) -> None:
                 cls.options = rebuilt(cls.options, cls.backend_mask)
+
             follow_table(refresh)
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
@@ -57,7 +59,8 @@ class DnnFilter(Filter):
         try:
             self.model: DnnModel | None = load_model(self.config, self.func_type, name=self.label)
         except AvdnnError as exc:
-            raise exc.with_context(filter=self.label)
+            exc.with_context(filter=self.label)
+            raise
 
     def resolve_zoo(self, values: dict[str, Any], label: str | None) -> dict[str, Any]:
         """``values`` with ``model=zoo:NAME`` resolved; sets ``self.zoo``.

@@ -24,8 +24,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..dnn import FFMPEG_BACKEND_NAMES, KNOWN_BACKENDS, BackendSpec, DnnConfig, backend_class, backend_for_path
-from ..dnn import on_change, spec_for
+from ..dnn import (
+    FFMPEG_BACKEND_NAMES,
+    KNOWN_BACKENDS,
+    BackendSpec,
+    DnnConfig,
+    backend_class,
+    backend_for_path,
+    on_change,
+    spec_for,
+)
 from ..dnn.interface import DNNBackendType
 from ..errors import AvdnnError, InvalidArgumentError, OptionNotFoundError
 from ..zoo.resolve import COLON_FORM
@@ -41,10 +49,16 @@ DNN_BASE_OPTIONS: tuple[Option, ...] = (
     Option("model", "string", None, help="path to model file", group="dnn_base", joins_bare=(COLON_FORM,)),
     Option("input", "string", None, help="input name of the model", group="dnn_base"),
     Option("output", "string", None, help="output name of the model (several separated by '&')", group="dnn_base"),
-    Option("backend_configs", "string", None, help="backend configs (deprecated)", aliases=("options",),
-           group="dnn_base", deprecated=True),
-    Option("nireq", "int", 0, 0, INT_MAX, help="number of request (0 = auto: from the usable cores)",
-           group="dnn_base"),
+    Option(
+        "backend_configs",
+        "string",
+        None,
+        help="backend configs (deprecated)",
+        aliases=("options",),
+        group="dnn_base",
+        deprecated=True,
+    ),
+    Option("nireq", "int", 0, 0, INT_MAX, help="number of request (0 = auto: from the usable cores)", group="dnn_base"),
     Option("async", "bool", True, 0, 1, help="use DNN async inference", group="dnn_base"),
     Option("batch_size", "int", 1, 1, 1000, help="batch size per request", group="dnn_base"),
     Option("device", "string", None, help="device to run model", group="dnn_base"),
@@ -60,8 +74,9 @@ class BackendChoice(Option):
     bounded: bool = False
 
 
-def dnn_backend_option(mask: DNNBackendType, default: DNNBackendType = DNNBackendType.ONNX, *,
-                       bounded: bool = False) -> BackendChoice:
+def dnn_backend_option(
+    mask: DNNBackendType, default: DNNBackendType = DNNBackendType.ONNX, *, bounded: bool = False
+) -> BackendChoice:
     """A filter's own ``dnn_backend`` option: FFmpeg's constants for the backends in ``mask``.
 
     ``bounded``: the range is 0..the highest flag of ``mask`` (sr/derain, FFmpeg's 0..1 grown
@@ -72,8 +87,9 @@ def dnn_backend_option(mask: DNNBackendType, default: DNNBackendType = DNNBacken
         if spec.flag & mask:
             consts.setdefault(spec.name, int(spec.flag))
     lo, hi = (0, max(consts.values(), default=0)) if bounded else (INT_MIN, INT_MAX)
-    return BackendChoice("dnn_backend", "int", int(default), lo, hi, help="DNN backend", consts=consts,
-                         mask=mask, bounded=bounded)
+    return BackendChoice(
+        "dnn_backend", "int", int(default), lo, hi, help="DNN backend", consts=consts, mask=mask, bounded=bounded
+    )
 
 
 def backend_options(mask: DNNBackendType) -> tuple[Option, ...]:
@@ -95,8 +111,9 @@ def backend_options(mask: DNNBackendType) -> tuple[Option, ...]:
             if bo.name in seen:
                 continue
             seen.add(bo.name)
-            rows.append(Option(bo.name, bo.type, bo.default, bo.min, bo.max, bo.help, dict(bo.consts),
-                               group=_group(spec)))
+            rows.append(
+                Option(bo.name, bo.type, bo.default, bo.min, bo.max, bo.help, dict(bo.consts), group=_group(spec))
+            )
     return tuple(rows)
 
 
@@ -119,9 +136,15 @@ def rebuilt(rows: tuple[Option, ...], mask: DNNBackendType) -> tuple[Option, ...
     placed = False
     for row in rows:
         if isinstance(row, BackendChoice):
-            out.append(replace(row, **{k: getattr(dnn_backend_option(row.mask, DNNBackendType(row.default),
-                                                                     bounded=row.bounded), k)
-                                       for k in ("min", "max", "consts")}))
+            out.append(
+                replace(
+                    row,
+                    **{
+                        k: getattr(dnn_backend_option(row.mask, DNNBackendType(row.default), bounded=row.bounded), k)
+                        for k in ("min", "max", "consts")
+                    },
+                )
+            )
         elif _is_backend_row(row):
             if not placed:
                 out.extend(backend_options(mask))
@@ -130,7 +153,7 @@ def rebuilt(rows: tuple[Option, ...], mask: DNNBackendType) -> tuple[Option, ...
             out.append(row)
     if not placed and any(r.group == "dnn_base" for r in rows):
         last = max(i for i, r in enumerate(out) if r.group == "dnn_base")
-        out[last + 1:last + 1] = backend_options(mask)
+        out[last + 1 : last + 1] = backend_options(mask)
     return tuple(out)
 
 
@@ -156,8 +179,9 @@ def chosen_backend(values: dict[str, Any], mask: DNNBackendType, *, label: str) 
         log.debug("%s: dnn_backend=%s from the model file '%s'", label, spec.name, model)
         backend_class(spec.name)  # the runtime is installed, or the pip command
     if not spec.flag & mask:
-        raise InvalidArgumentError(f"DNN backend '{spec.name}' cannot run this filter", filter=label,
-                                   option="dnn_backend")
+        raise InvalidArgumentError(
+            f"DNN backend '{spec.name}' cannot run this filter", filter=label, option="dnn_backend"
+        )
     return spec
 
 
@@ -172,18 +196,27 @@ def dnn_config(values: dict[str, Any], mask: DNNBackendType, *, label: str) -> D
     if values.get("output"):
         outputs = tuple(values["output"].split("&"))
         if len(outputs) > MAX_OUTPUTS or not all(outputs):
-            raise InvalidArgumentError(f"could not parse model output names '{values['output']}' "
-                                       f"(at most {MAX_OUTPUTS}, separated by '&')", filter=label, option="output")
+            raise InvalidArgumentError(
+                f"could not parse model output names '{values['output']}' (at most {MAX_OUTPUTS}, separated by '&')",
+                filter=label,
+                option="output",
+            )
     own = {o.name: o for o in cls.options}
     opts = {name: values.get(name, o.default) for name, o in own.items()}
     if values.get("backend_configs"):
         log.warning("%s: backend_configs is deprecated, set the backend options directly", label)
         opts.update(_parse_backend_configs(values["backend_configs"], own, label))
     return DnnConfig(
-        model=str(model), backend=spec.name, input=values.get("input") or None, outputs=outputs,
-        async_mode=bool(values.get("async", True)), nireq=int(values.get("nireq", 0)),
-        batch_size=int(values.get("batch_size", 1)), device=values.get("device") or None,
-        device_id=int(values.get("device_id", 0)), backend_options=opts,
+        model=str(model),
+        backend=spec.name,
+        input=values.get("input") or None,
+        outputs=outputs,
+        async_mode=bool(values.get("async", True)),
+        nireq=int(values.get("nireq", 0)),
+        batch_size=int(values.get("batch_size", 1)),
+        device=values.get("device") or None,
+        device_id=int(values.get("device_id", 0)),
+        backend_options=opts,
     )
 
 
@@ -195,14 +228,16 @@ def _parse_backend_configs(text: str, own: dict[str, Any], label: str) -> dict[s
         if not sep or key not in own:
             raise OptionNotFoundError(
                 f"backend_configs: option '{key}' not found for this backend{did_you_mean(key, own)}",
-                filter=label, option="backend_configs",
+                filter=label,
+                option="backend_configs",
             )
         o = own[key]
         row = Option(o.name, o.type, o.default, o.min, o.max, consts=dict(o.consts))
         try:
             out[key] = row.parse(value)
         except AvdnnError as exc:
-            raise exc.with_context(filter=label, option="backend_configs")
+            exc.with_context(filter=label, option="backend_configs")
+            raise
     return out
 
 

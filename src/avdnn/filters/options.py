@@ -22,8 +22,28 @@ __all__ = ["INT_MAX", "INT_MIN", "BoundOptions", "Option", "bind_options", "clos
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
 
-_SI = {"y": -24, "z": -21, "a": -18, "f": -15, "p": -12, "n": -9, "u": -6, "m": -3, "c": -2,
-       "d": -1, "h": 2, "k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18, "Z": 21, "Y": 24}
+_SI = {
+    "y": -24,
+    "z": -21,
+    "a": -18,
+    "f": -15,
+    "p": -12,
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "c": -2,
+    "d": -1,
+    "h": 2,
+    "k": 3,
+    "K": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+    "Z": 21,
+    "Y": 24,
+}
 _NUM = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?0[xX][0-9a-fA-F]+)([a-zA-Z]?)(i?)(B?)\s*$")
 _TRUE = {"true", "y", "yes", "enable", "enabled", "on"}
 _FALSE = {"false", "n", "no", "disable", "disabled", "off"}
@@ -106,7 +126,7 @@ class Option:
         if self.type == "bool":
             return -1 if value < 0 else bool(value)
         if self.type == "int":
-            return int(round(value))
+            return round(value)
         return float(value)
 
     def _parse_list(self, text: str) -> tuple[float, ...]:
@@ -122,8 +142,13 @@ class Option:
 
     def describe(self) -> str:
         """One ``-h`` line in ffmpeg's layout: name, type, help, default and range."""
-        kind = {"float": "<float>", "int": "<int>", "bool": "<boolean>", "string": "<string>",
-                "float_list": "<float>&..."}[self.type]
+        kind = {
+            "float": "<float>",
+            "int": "<int>",
+            "bool": "<boolean>",
+            "string": "<string>",
+            "float_list": "<float>&...",
+        }[self.type]
         extra = []
         if self.type in ("int", "float") and (self.min is not None or self.max is not None):
             extra.append(f"from {_g(self.min)} to {_g(self.max)}")
@@ -131,7 +156,7 @@ class Option:
             default = self.default
             if self.consts:
                 default = next((k for k, v in self.consts.items() if v == default), default)
-            extra.append(f'default {"true" if default is True else "false" if default is False else default}')
+            extra.append(f"default {'true' if default is True else 'false' if default is False else default}")
         text = f"  {self.name:<23} {kind:<11} {self.help}"
         if extra:
             text += f" ({' '.join(extra)})"
@@ -144,7 +169,7 @@ class Option:
 
 def _g(v: float | None) -> str:
     if v is None or v == -math.inf:
-        return "-inf" if v is not None else "-inf"
+        return "-inf"
     if v == math.inf:
         return "inf"
     if v == INT_MAX:
@@ -193,13 +218,15 @@ def bind_options(
             if key not in by_name:
                 raise OptionNotFoundError(
                     f"Option '{key}' not found{did_you_mean(key, [o.name for o in options])}",
-                    filter=filter_name, option=key,
+                    filter=filter_name,
+                    option=key,
                 )
             opt = by_name[key]
         try:
             values[opt.name] = opt.parse(text)
         except InvalidArgumentError as exc:
-            raise exc.with_context(filter=filter_name, option=opt.name)
+            exc.with_context(filter=filter_name, option=opt.name)
+            raise
         given.add(opt.name)
     values.given = frozenset(given)
     return values

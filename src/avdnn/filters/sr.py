@@ -56,8 +56,9 @@ class SrFilter(DnnProcessingFilter):
         up_w, up_h = width * factor, height * factor
         self.check_input(fmt, up_w, up_h)
         if self.output_size(fmt, up_w, up_h) != (up_w, up_h):
-            raise IOFailureError(f"the model keeps {width}x{height} but not {up_w}x{up_h}; "
-                                 f"an SRCNN-style model must keep every size")
+            raise IOFailureError(
+                f"the model keeps {width}x{height} but not {up_w}x{up_h}; an SRCNN-style model must keep every size"
+            )
         self._prescale[(fmt, width, height)] = True
         return up_w, up_h
 

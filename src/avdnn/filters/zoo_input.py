@@ -21,16 +21,19 @@ from ..zoo.resolve import ZooRef, apply, is_zoo_ref
 from .options import Option
 
 
-def resolve(values: dict[str, Any], options: Sequence[Option], *, filter_name: str,
-            label: str | None) -> tuple[dict[str, Any], ZooRef | None]:
+def resolve(
+    values: dict[str, Any], options: Sequence[Option], *, filter_name: str, label: str | None
+) -> tuple[dict[str, Any], ZooRef | None]:
     """``values`` with ``model=zoo:NAME`` resolved (:func:`avdnn.zoo.resolve.apply`) and the entry."""
     if not is_zoo_ref(values.get("model")):
         return values, None
     try:
-        return apply(values, options, filter_name=filter_name,
-                     backend_name=lambda v: backend_class(v, check_runtime=False).name)
+        return apply(
+            values, options, filter_name=filter_name, backend_name=lambda v: backend_class(v, check_runtime=False).name
+        )
     except AvdnnError as exc:
-        raise exc.with_context(filter=label or filter_name)
+        exc.with_context(filter=label or filter_name)
+        raise
 
 
 def pad_edges(frame: Frame, pad: int) -> Frame:

@@ -30,12 +30,28 @@ def _table() -> OrderedDict[tuple[Any, ...], VideoReformatter]:
     return table
 
 
-def reformat(frame: av.VideoFrame, *, width: int | None = None, height: int | None = None,
-             format: str | None = None, interpolation: str | None = None,  # noqa: A002 - PyAV's name
-             src_colorspace: str | None = None, dst_colorspace: str | None = None) -> av.VideoFrame:
+def reformat(
+    frame: av.VideoFrame,
+    *,
+    width: int | None = None,
+    height: int | None = None,
+    format: str | None = None,  # noqa: A002 - PyAV's name
+    interpolation: str | None = None,
+    src_colorspace: str | None = None,
+    dst_colorspace: str | None = None,
+) -> av.VideoFrame:
     """``frame.reformat(...)`` through the reformatter kept for these parameters."""
-    key = (frame.format.name, frame.width, frame.height, width, height, format, interpolation,
-           src_colorspace, dst_colorspace)
+    key = (
+        frame.format.name,
+        frame.width,
+        frame.height,
+        width,
+        height,
+        format,
+        interpolation,
+        src_colorspace,
+        dst_colorspace,
+    )
     table = _table()
     fmt = table.get(key)
     if fmt is None:
@@ -44,8 +60,15 @@ def reformat(frame: av.VideoFrame, *, width: int | None = None, height: int | No
             table.popitem(last=False)
     else:
         table.move_to_end(key)
-    return fmt.reformat(frame, width=width, height=height, format=format, interpolation=interpolation,
-                        src_colorspace=src_colorspace, dst_colorspace=dst_colorspace)
+    return fmt.reformat(
+        frame,
+        width=width,
+        height=height,
+        format=format,
+        interpolation=interpolation,
+        src_colorspace=src_colorspace,
+        dst_colorspace=dst_colorspace,
+    )
 
 
 def kept() -> int:

@@ -17,13 +17,11 @@ import numpy as np
 
 from ...errors import (
     AvdnnError,
-    ExternalError,
     InvalidArgumentError,
     NotFoundError,
-    NotSupportedError,
     OutOfMemoryError,
 )
-from ..interface import DYNAMIC, DNNDataType, DNNFunctionType, DNNLayout, DoneCallback, ModelConfig
+from ..interface import DYNAMIC, DNNDataType, DNNLayout, DoneCallback, ModelConfig
 
 #: One row: a runtime's own exception type, avdnn's error for it and, for built-in types the
 #: runtime shares with everyone (ValueError, RuntimeError), the package whose code must have
@@ -153,8 +151,13 @@ def strip_port(name: str) -> str:
     return base if sep and port.isdigit() else name
 
 
-def pick(kind: str, wanted: str, available: Sequence[str], config: ModelConfig,
-         match: Callable[[str, str], bool] | None = None) -> int:
+def pick(
+    kind: str,
+    wanted: str,
+    available: Sequence[str],
+    config: ModelConfig,
+    match: Callable[[str, str], bool] | None = None,
+) -> int:
     """Index of the tensor named ``wanted``; InvalidArgumentError listing the real names."""
     same = match or (lambda a, b: a == b or strip_port(a) == strip_port(b))
     for i, name in enumerate(available):
@@ -162,7 +165,8 @@ def pick(kind: str, wanted: str, available: Sequence[str], config: ModelConfig,
             return i
     raise InvalidArgumentError(
         f"{kind} '{wanted}' is not in the model ({kind}s: {', '.join(available) or 'none'})",
-        option="input" if kind == "input" else "output", file=config.path,
+        option="input" if kind == "input" else "output",
+        file=config.path,
     )
 
 
@@ -171,8 +175,9 @@ def warn_ignored_names(log: logging.Logger, backend: str, config: ModelConfig) -
     if config.input_name:
         log.warning("%s backend does not need the input name; '%s' is ignored", backend, config.input_name)
     if config.output_names:
-        log.warning("%s backend does not need the output names; '%s' is ignored", backend,
-                    "&".join(config.output_names))
+        log.warning(
+            "%s backend does not need the output names; '%s' is ignored", backend, "&".join(config.output_names)
+        )
 
 
 class Pool(Generic[T]):

@@ -58,8 +58,19 @@ def _table() -> ErrorTable:
         (st.InvalidGraph, InvalidDataError),
         (st.InvalidArgument, InvalidArgumentError),
         (st.NotImplemented, NotSupportedError),
-        *((t, ExternalError) for t in (st.Fail, st.RuntimeException, st.EPFail, st.EngineError, st.NoModel,
-                                       st.ModelLoaded, st.NotFound, st.DeviceReset)),
+        *(
+            (t, ExternalError)
+            for t in (
+                st.Fail,
+                st.RuntimeException,
+                st.EPFail,
+                st.EngineError,
+                st.NoModel,
+                st.ModelLoaded,
+                st.NotFound,
+                st.DeviceReset,
+            )
+        ),
     ]
 
 
@@ -67,9 +78,16 @@ def _dims(shape: Any) -> tuple[int, ...]:
     return dims_of(shape or ())
 
 
-_NP_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
-             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(uint8)": np.uint8,
-             "tensor(int8)": np.int8, "tensor(bool)": np.bool_}
+_NP_TYPES = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(float16)": np.float16,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(uint8)": np.uint8,
+    "tensor(int8)": np.int8,
+    "tensor(bool)": np.bool_,
+}
 
 
 def _extra_inputs(session: Any, config: ModelConfig, image: str) -> dict[str, np.ndarray]:
@@ -92,7 +110,8 @@ def _extra_inputs(session: Any, config: ModelConfig, image: str) -> dict[str, np
             raise NotSupportedError(
                 f"the model has another input '{node.name}' {list(_dims(node.shape))}; give its values with "
                 f"extra_inputs={node.name}=v|v|... or extra_inputs={node.name}=@values.npy",
-                option="extra_inputs", file=config.path,
+                option="extra_inputs",
+                file=config.path,
             )
         text = given.pop(node.name)
         dtype = _NP_TYPES.get(node.type)
@@ -106,11 +125,13 @@ def _extra_inputs(session: Any, config: ModelConfig, image: str) -> dict[str, np
                 values = np.full(shape, values.reshape(()), dtype=dtype)
             feeds[node.name] = values.reshape(shape) if shape else values.reshape(())
         except (ValueError, OSError) as exc:
-            raise InvalidArgumentError(f"extra_inputs: values for '{node.name}' {list(shape)}: {exc}",
-                                       option="extra_inputs") from exc
+            raise InvalidArgumentError(
+                f"extra_inputs: values for '{node.name}' {list(shape)}: {exc}", option="extra_inputs"
+            ) from exc
     if given:
-        raise InvalidArgumentError(f"extra_inputs: the model has no input {', '.join(map(repr, given))}",
-                                   option="extra_inputs")
+        raise InvalidArgumentError(
+            f"extra_inputs: the model has no input {', '.join(map(repr, given))}", option="extra_inputs"
+        )
     return feeds
 
 
@@ -121,18 +142,30 @@ class OnnxRuntimeBackend:
     flag: ClassVar[DNNBackendType] = DNNBackendType.ONNX
     func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
-        BackendOption("threads_per_operation", "int", 0, 0, 2**31 - 1,
-                      "threads used by ONNX Runtime per operation (cpu; 0 = usable cores / nireq)"),
-        BackendOption("inter_op_threads", "int", 0, 0, 2**31 - 1,
-                      "threads across operations (avdnn; 0 = runtime default)"),
+        BackendOption(
+            "threads_per_operation",
+            "int",
+            0,
+            0,
+            2**31 - 1,
+            "threads used by ONNX Runtime per operation (cpu; 0 = usable cores / nireq)",
+        ),
+        BackendOption(
+            "inter_op_threads", "int", 0, 0, 2**31 - 1, "threads across operations (avdnn; 0 = runtime default)"
+        ),
         BackendOption("optimization", "int", 99, 0, 99, "graph optimisation level (avdnn)", consts=_OPT_LEVELS),
-        BackendOption("extra_inputs", "string", None,
-                      help="values for the model's other inputs: name=v|v|...[&name2=...] or name=@file.npy (avdnn)"),
+        BackendOption(
+            "extra_inputs",
+            "string",
+            None,
+            help="values for the model's other inputs: name=v|v|...[&name2=...] or name=@file.npy (avdnn)",
+        ),
     )
     supports_async = True
 
-    def __init__(self, session: Any, config: ModelConfig, io: ModelIO, provider: str,
-                 extras: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self, session: Any, config: ModelConfig, io: ModelIO, provider: str, extras: dict[str, np.ndarray] | None = None
+    ) -> None:
         self._session = session
         self._extras = extras or {}
         self.config = config
@@ -207,22 +240,26 @@ class OnnxRuntimeBackend:
         if dims and dims[0] not in (DYNAMIC, 1) and dims[0] != config.batch_size:
             raise NotSupportedError(
                 f"input '{node.name}' has a fixed batch of {dims[0]}; set batch_size={dims[0]} or use a model "
-                f"with a dynamic batch", option="batch_size", file=config.path,
+                f"with a dynamic batch",
+                option="batch_size",
+                file=config.path,
             )
         dtype = _TYPES.get(node.type)
         in_info = TensorInfo(node.name, dims, dtype, node.type, layout, DNNColorOrder.RGB, tensor_scale(dtype))
         outputs = session.get_outputs()
         # process-frame models use their first output; detect/classify read every output in model
         # order when none is named (FFmpeg's OpenVINO rule, which its detect parsers rely on)
-        default = (outputs[0].name,) if config.func_type == DNNFunctionType.PROCESS_FRAME else \
-            tuple(o.name for o in outputs)
+        default = (
+            (outputs[0].name,) if config.func_type == DNNFunctionType.PROCESS_FRAME else tuple(o.name for o in outputs)
+        )
         names = config.output_names or default
         out_infos = []
         for name in names:
             o = outputs[pick("output", name, [o.name for o in outputs], config)]
             odt = _TYPES.get(o.type)
-            out_infos.append(TensorInfo(o.name, _dims(o.shape), odt, o.type, layout, DNNColorOrder.RGB,
-                                        tensor_scale(odt)))
+            out_infos.append(
+                TensorInfo(o.name, _dims(o.shape), odt, o.type, layout, DNNColorOrder.RGB, tensor_scale(odt))
+            )
         return ModelIO((in_info,), tuple(out_infos))
 
     def describe(self) -> ModelIO:

@@ -87,16 +87,37 @@ class TFLiteBackend:
     flag: ClassVar[DNNBackendType] = DNNBackendType.TFLITE
     func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
-        BackendOption("threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = usable cores / nireq)"),
-        BackendOption("scale", "float", 0.0, -(2**31), 2**31 - 1,
-                      "Add scale preprocess operation. Divide each element of input by specified value."),
-        BackendOption("mean", "float", 0.0, -(2**31), 2**31 - 1,
-                      "Add mean preprocess operation. Subtract specified value from each element of input."),
+        BackendOption(
+            "threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = usable cores / nireq)"
+        ),
+        BackendOption(
+            "scale",
+            "float",
+            0.0,
+            -(2**31),
+            2**31 - 1,
+            "Add scale preprocess operation. Divide each element of input by specified value.",
+        ),
+        BackendOption(
+            "mean",
+            "float",
+            0.0,
+            -(2**31),
+            2**31 - 1,
+            "Add mean preprocess operation. Subtract specified value from each element of input.",
+        ),
     )
     supports_async = True
 
-    def __init__(self, pool: Pool[_Interp], config: ModelConfig, inp: dict[str, Any],
-                 outs: list[dict[str, Any]], io: ModelIO, rescale: tuple[float, float] | None = None) -> None:
+    def __init__(
+        self,
+        pool: Pool[_Interp],
+        config: ModelConfig,
+        inp: dict[str, Any],
+        outs: list[dict[str, Any]],
+        io: ModelIO,
+        rescale: tuple[float, float] | None = None,
+    ) -> None:
         self._pool = pool
         #: (mean, scale) applied to a dnn_processing batch (v/255 in), None when not needed
         self._rescale = rescale
@@ -133,20 +154,29 @@ class TFLiteBackend:
         if config.input_name:
             names = [d["name"] for d in ins]
             keyed = sig_in.get(config.input_name) or sig_in.get(strip_port(config.input_name))
-            inp = next(d for d in ins if d["index"] == keyed) if keyed is not None else \
-                ins[pick("input", config.input_name, names, config)]
+            inp = (
+                next(d for d in ins if d["index"] == keyed)
+                if keyed is not None
+                else ins[pick("input", config.input_name, names, config)]
+            )
         else:
             inp = ins[0]
         if len(ins) > 1:
-            raise NotSupportedError(f"the model has {len(ins)} inputs ({', '.join(d['name'] for d in ins)}); "
-                                    f"the tflite backend feeds one", option="input", file=path)
+            raise NotSupportedError(
+                f"the model has {len(ins)} inputs ({', '.join(d['name'] for d in ins)}); the tflite backend feeds one",
+                option="input",
+                file=path,
+            )
         if config.output_names:
             names = [d["name"] for d in outs]
             chosen = []
             for n in config.output_names:
                 keyed = sig_out.get(n) or sig_out.get(strip_port(n))
-                chosen.append(next(d for d in outs if d["index"] == keyed) if keyed is not None
-                              else outs[pick("output", n, names, config)])
+                chosen.append(
+                    next(d for d in outs if d["index"] == keyed)
+                    if keyed is not None
+                    else outs[pick("output", n, names, config)]
+                )
             outs = chosen
         in_info, rescale = _normalised(_in_info(inp), config)
         io = ModelIO((in_info,), tuple(_out_info(d) for d in outs))
@@ -221,8 +251,11 @@ def _normalised(info: TensorInfo, config: ModelConfig) -> tuple[TensorInfo, tupl
     if mean == 0.0 and scale == 0.0:
         return info, None
     if info.dtype != DNNDataType.FLOAT:
-        raise NotSupportedError(f"scale/mean need a float model input; {info.describe()} is not",
-                                option="scale" if scale else "mean", file=config.path)
+        raise NotSupportedError(
+            f"scale/mean need a float model input; {info.describe()} is not",
+            option="scale" if scale else "mean",
+            file=config.path,
+        )
     process = config.func_type == DNNFunctionType.PROCESS_FRAME
     if scale == 0.0:
         scale = 255.0 if process else 1.0

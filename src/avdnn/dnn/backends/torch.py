@@ -67,8 +67,9 @@ def _device(config: ModelConfig) -> Any:
     name = (config.device or "cpu").lower()
     kind = name.split(":")[0]
     if kind not in ("cpu", "cuda", "xpu"):
-        raise InvalidArgumentError(f"device '{config.device}' is not a torch device (cpu, cuda[:n], xpu[:n])",
-                                   option="device")
+        raise InvalidArgumentError(
+            f"device '{config.device}' is not a torch device (cpu, cuda[:n], xpu[:n])", option="device"
+        )
     if kind == "cuda" and not torch.cuda.is_available():
         raise NotSupportedError(f"device '{name}': No CUDA device available", option="device")
     if kind == "xpu" and not (hasattr(torch, "xpu") and torch.xpu.is_available()):
@@ -83,8 +84,11 @@ def _is_export_archive(path: str) -> bool:
     """A torch.export archive (``torch.export.save``) rather than a TorchScript one."""
     try:
         with zipfile.ZipFile(path) as zf:
-            return any(n.endswith(("serialized_exported_program.json", "archive_format"))
-                       or "/models/" in n and n.endswith(".json") for n in zf.namelist())
+            return any(
+                n.endswith(("serialized_exported_program.json", "archive_format"))
+                or ("/models/" in n and n.endswith(".json"))
+                for n in zf.namelist()
+            )
     except (OSError, zipfile.BadZipFile):
         return False
 
@@ -149,13 +153,16 @@ class TorchBackend:
                     module.eval()
             except (RuntimeError, ValueError, zipfile.BadZipFile, KeyError) as exc:
                 kind = "a torch.export program" if exported else "a TorchScript module"
-                raise InvalidDataError(f"torch cannot load '{path}' as {kind}: {' '.join(str(exc).split())[:600]}",
-                                       file=path) from exc
+                raise InvalidDataError(
+                    f"torch cannot load '{path}' as {kind}: {' '.join(str(exc).split())[:600]}", file=path
+                ) from exc
         if exported:
             io = cls._describe_export(program)
         else:
-            io = ModelIO((TensorInfo("input", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW, DNNColorOrder.RGB),),
-                         (TensorInfo("output", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW, DNNColorOrder.RGB),))
+            io = ModelIO(
+                (TensorInfo("input", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW, DNNColorOrder.RGB),),
+                (TensorInfo("output", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW, DNNColorOrder.RGB),),
+            )
         return cls(module, config, device, io, scripted=not exported)
 
     @staticmethod
