@@ -318,25 +318,25 @@ class Engine:
             self._start(req, items, batch, batch_no)
         except BaseException as exc:
             if isinstance(exc, AvdnnError):
-                err: BaseException = exc
+                start_err: BaseException = exc
             elif isinstance(exc, (OSError, RuntimeError)):
-                err = worker_start_error(exc)
+                start_err = worker_start_error(exc)
             else:
-                err = failure(exc, "starting inference")
-            if not isinstance(err, AvdnnError):  # a bug: every item completes, then it goes up as raised
+                start_err = failure(exc, "starting inference")
+            if not isinstance(start_err, AvdnnError):  # a bug: every item completes, then it goes up as raised
                 for item in items:
-                    self._complete(item, err)
+                    self._complete(item, start_err)
                 self._release(req)
                 raise
             stopping = self._interrupted  # the backend refused because the run is being cancelled
             if not stopping:
-                log.error("%s: %s", self.name, err.message)
+                log.error("%s: %s", self.name, start_err.message)
             for item in items:
-                self._complete(item, err)
+                self._complete(item, start_err)
             self._release(req)
             if stopping:
                 raise self._exit() from exc
-            raise err from exc
+            raise start_err from exc
 
     def _fill(self, req: Request, items: list[Item]) -> tuple[np.ndarray, list[Item]]:
         """Pre-process items into the request buffer; an item whose fill fails fails alone."""
@@ -362,7 +362,11 @@ class Engine:
         fails is a worker that cannot start (seed 001), reported for the hand-off that needed it.
         """
         if self.start_async is not None:
-            self.start_async(batch, lambda outs, exc: self._finish(req, items, outs, exc, batch_no))
+
+            def done(outs: Sequence[np.ndarray] | None, exc: BaseException | None) -> None:
+                self._finish(req, items, outs, exc, batch_no)  # a bug is kept on its task, for get_result
+
+            self.start_async(batch, done)
             return
         if req.inbox is None:
             inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()

@@ -150,7 +150,8 @@ def _rounded(plane: np.ndarray) -> np.ndarray:
     np.clip(v, _F0, _F255, out=v)
     if np.isnan(v.max()):  # max of a NaN-holding array is NaN: one cheap reduction finds them
         np.nan_to_num(v, copy=False, nan=0.0)
-    return v
+    rounded: np.ndarray = v
+    return rounded
 
 
 #: Below this many pixels numpy interleaves faster than a trip through libswscale.
@@ -172,12 +173,15 @@ def interleave(chw: np.ndarray) -> np.ndarray:
     frame = av.VideoFrame(width, height, "gbrp")
     for plane, src in zip(frame.planes, (chw[1], chw[2], chw[0]), strict=True):  # gbrp is G, B, R
         np.copyto(
-            np.frombuffer(plane, dtype=np.uint8).reshape(height, plane.line_size)[:, :width], src, casting="unsafe"
+            np.frombuffer(memoryview(plane), dtype=np.uint8).reshape(height, plane.line_size)[:, :width],
+            src,
+            casting="unsafe",
         )
     out = swscale.reformat(frame, format="rgb24")
     line = out.planes[0].line_size
-    packed = np.frombuffer(out.planes[0], dtype=np.uint8).reshape(height, line)[:, : width * 3]
-    return packed.reshape(height, width, 3)
+    packed = np.frombuffer(memoryview(out.planes[0]), dtype=np.uint8).reshape(height, line)[:, : width * 3]
+    result: np.ndarray = packed.reshape(height, width, 3)
+    return result
 
 
 def resize_plane(plane: np.ndarray, width: int, height: int) -> np.ndarray:

@@ -72,7 +72,7 @@ class DnnFilter(Filter):
             self.zoo = ref
         return values
 
-    def push(self, frame: Frame) -> list[Frame]:  # type: ignore[override]
+    def push(self, frame: Frame) -> list[Frame]:
         """A zoo entry's edge padding first, then the filter."""
         if self._zoo_pad:
             frame = zoo_input.pad_edges(frame, self._zoo_pad)

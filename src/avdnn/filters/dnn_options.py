@@ -163,8 +163,13 @@ _followers: list[Callable[[], None]] = []
 def follow_table(refresh: Callable[[], None]) -> None:
     """Run ``refresh`` whenever the backend table changes (a DNN filter class rebuilding its rows)."""
     if not _followers:
-        on_change(lambda: [f() for f in _followers])
+        on_change(_refresh_all)
     _followers.append(refresh)
+
+
+def _refresh_all() -> None:
+    for refresh in _followers:
+        refresh()
 
 
 def chosen_backend(values: dict[str, Any], mask: DNNBackendType, *, label: str) -> BackendSpec:

@@ -209,11 +209,12 @@ def bind_options(
     positional = iter(options)
     for key, text in items:
         if key is None:
-            opt = next(positional, None)
-            if opt is None:
+            nxt = next(positional, None)
+            if nxt is None:
                 raise InvalidArgumentError(
                     f"too many positional values: '{text}' has no option to go to", filter=filter_name
                 )
+            opt = nxt
         else:
             if key not in by_name:
                 raise OptionNotFoundError(

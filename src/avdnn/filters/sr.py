@@ -44,7 +44,7 @@ class SrFilter(DnnProcessingFilter):
         self._prescale: dict[tuple[str, int, int], bool] = {}
         super().__init__(values, label=label)
         if self.model is not None and self.model.get_input().channels == 3:
-            self.pix_fmts = RGB_FMTS  # an RGB model: negotiate packed RGB instead of luma
+            self.pix_fmts = RGB_FMTS  # type: ignore[misc]  # an RGB model: negotiate packed RGB instead of luma
 
     def setup(self, fmt: str, width: int, height: int) -> tuple[int, int]:
         self.check_input(fmt, width, height)

@@ -66,8 +66,8 @@ def reformat(
         height=height,
         format=format,
         interpolation=interpolation,
-        src_colorspace=src_colorspace,
-        dst_colorspace=dst_colorspace,
+        src_colorspace=src_colorspace,  # type: ignore[arg-type]  # PyAV's stub says int; names work too
+        dst_colorspace=dst_colorspace,  # type: ignore[arg-type]
     )
 
 

@@ -38,7 +38,8 @@ class InvertedResidual(nn.Module):
         self.conv = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.conv(x) if self.use_res else self.conv(x)
+        out: torch.Tensor = x + self.conv(x) if self.use_res else self.conv(x)
+        return out
 
 
 class MobileNetV2(nn.Module):
@@ -70,7 +71,8 @@ class MobileNetV2(nn.Module):
         self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * self.pixel_range)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.features((x - self.mean) / self.std)
+        mean, std = self.get_buffer("mean"), self.get_buffer("std")
+        x = self.features((x - mean) / std)
         return torch.softmax(self.classifier(x.mean((2, 3))), 1)
 
 

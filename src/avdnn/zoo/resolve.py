@@ -143,7 +143,7 @@ def apply(
     ``dnn_backend`` value to a backend name. Values that are not a zoo reference pass as they are.
     """
     text = values.get("model")
-    if not is_zoo_ref(text):
+    if not isinstance(text, str) or not is_zoo_ref(text):
         return values, None
     ref = parse_ref(text)
     spec = ref.spec

@@ -207,4 +207,4 @@ def backend_class(name_or_flag: str | int, *, check_runtime: bool = True) -> typ
         module = importlib.import_module(own if importlib.util.find_spec(own) is not None else spec.module)
         cls = getattr(module, spec.cls)
         _loaded[spec.name] = cls
-    return cls  # type: ignore[return-value]
+    return cls

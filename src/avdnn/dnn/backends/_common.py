@@ -57,7 +57,7 @@ def map_errors(what: str, model: str, table: Callable[[], ErrorTable] = _no_tabl
 def mapped(exc: BaseException, table: ErrorTable) -> type[AvdnnError] | None:
     """The avdnn class of the first row ``exc`` matches (type, and origin where the row names one)."""
     for row in table:
-        if isinstance(exc, row[0]) and (len(row) == 2 or raised_in(exc, row[2])):  # type: ignore[misc]
+        if isinstance(exc, row[0]) and (len(row) == 2 or raised_in(exc, row[2])):
             return row[1]
     return None
 

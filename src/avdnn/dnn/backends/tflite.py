@@ -218,7 +218,8 @@ class TFLiteBackend:
         if want.kind in "iu" and batch.dtype.kind == "f" and scale:
             info = np.iinfo(want)
             q = np.rint(batch.astype(np.float32) / np.float32(scale)) + zero
-            return np.clip(q, info.min, info.max).astype(want)
+            quantized: np.ndarray = np.clip(q, info.min, info.max).astype(want)
+            return quantized
         return batch.astype(want)
 
     def close(self) -> None:

@@ -149,7 +149,7 @@ class TorchBackend:
                 else:
                     with warnings.catch_warnings():  # deprecated in torch 2.13 but what .pt files need
                         warnings.simplefilter("ignore", DeprecationWarning)
-                        module = torch.jit.load(path, map_location=device)
+                        module = torch.jit.load(path, map_location=device)  # type: ignore[no-untyped-call]
                     module.eval()
             except (RuntimeError, ValueError, zipfile.BadZipFile, KeyError) as exc:
                 kind = "a torch.export program" if exported else "a TorchScript module"
@@ -209,7 +209,7 @@ class TorchBackend:
         if self._scripted:
             import torch
 
-            with torch.jit.optimized_execution(self._optimize):
+            with torch.jit.optimized_execution(self._optimize):  # type: ignore[attr-defined]
                 return self._module(x)
         return self._module(x)
 
@@ -220,7 +220,7 @@ class TorchBackend:
 
         local = self._local
         if getattr(local, "stream", None) is None:
-            local.stream = torch.cuda.Stream(self.device)
+            local.stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
             local.pinned = None
         src = torch.from_numpy(np.ascontiguousarray(batch))
         if local.pinned is None or local.pinned.numel() < src.numel() or local.pinned.dtype != src.dtype:

@@ -96,7 +96,8 @@ class _Cursor:
         return out
 
     def i32(self, what: str) -> int:
-        return struct.unpack("<i", self.take(4, what))[0]
+        value: int = struct.unpack("<i", self.take(4, what))[0]
+        return value
 
     def f32(self, what: str) -> float:
         return float(np.frombuffer(self.take(4, what), "<f4")[0])

@@ -322,7 +322,8 @@ class MathBinary(Layer):
 
 
 def _round_half_away(v: np.ndarray) -> np.ndarray:
-    return np.copysign(np.floor(np.abs(v) + 0.5), v)
+    out: np.ndarray = np.copysign(np.floor(np.abs(v) + 0.5), v)
+    return out
 
 
 _UNARY = (
@@ -363,9 +364,12 @@ class MathUnary(Layer):
     def forward(self, *xs: np.ndarray) -> np.ndarray:
         self.output_dims(xs[0].shape)
         if self.op == 0:
-            return np.abs(xs[0])  # fabs: clears the sign bit, NaN included
+            absolute: np.ndarray = np.abs(xs[0])  # fabs: clears the sign bit, NaN included
+            return absolute
         with np.errstate(all="ignore"):
-            out = _UNARY[self.op](xs[0].astype(np.float64)).astype(F32)
+            fn = _UNARY[self.op]
+            assert fn is not None  # op 0 (fabs) returned above
+            out = fn(xs[0].astype(np.float64)).astype(F32)
         if self.op in (4, 5):  # glibc's asin/acos give +NaN out of domain, numpy's give -NaN
             out[np.isnan(out) & ~np.isnan(xs[0])] = F32(np.nan)
         return out
@@ -419,7 +423,8 @@ class AvgPool(Layer):
             return np.minimum(start + k, size) - np.maximum(start, 0)
 
         area = count(x.shape[1], oh, top)[:, None] * count(x.shape[2], ow, left)[None, :]
-        return acc / area.astype(F32)[None, :, :, None]
+        mean: np.ndarray = acc / area.astype(F32)[None, :, :, None]
+        return mean
 
 
 @dataclass

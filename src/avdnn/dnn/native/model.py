@@ -149,7 +149,7 @@ class NativeModel:
         """
         fed = dict(self._feed(name, value) for name, value in inputs.items())
         shapes = {idx: x.shape for idx, x in fed.items()}
-        self._infer(shapes)  # type: ignore[arg-type]  # shape and consistency errors before any maths
+        self._infer(shapes)  # shape and consistency errors before any maths
         values = dict(fed)
         for layer in self.file.layers:
             try:
