@@ -6,24 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
+from bkutil import identity_onnx
 
 from avdnn import _util_cores
 from avdnn.dnn import DnnConfig, interface, load_model, tasks
-
-
-def _identity(tmp_path: Path) -> str:
-    from onnx import TensorProto, helper, save
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    model = helper.make_model(
-        helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y]),
-        opset_imports=[helper.make_opsetid("", 13)],
-    )
-    model.ir_version = 8
-    path = tmp_path / "identity.onnx"
-    save(model, str(path))
-    return str(path)
 
 
 def test_usable_cores_is_the_affinity_mask() -> None:
@@ -37,7 +23,7 @@ def test_defaults_divide_the_cores(
     monkeypatch.setattr(tasks, "usable_cores", lambda: cores)
     monkeypatch.setattr(interface, "usable_cores", lambda: cores)
     assert tasks.auto_nireq() == nireq  # FFmpeg's cores / 2 + 1
-    dnn = load_model(DnnConfig(model=_identity(tmp_path), backend="onnx"))
+    dnn = load_model(DnnConfig(model=identity_onnx(tmp_path), backend="onnx"))
     try:
         assert dnn.engine.nireq == nireq
         assert dnn.backend._session.get_session_options().intra_op_num_threads == threads  # type: ignore[attr-defined]
@@ -47,7 +33,7 @@ def test_defaults_divide_the_cores(
 
 def test_sync_gets_every_core_and_explicit_options_win(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(interface, "usable_cores", lambda: 4)
-    path = _identity(tmp_path)
+    path = identity_onnx(tmp_path)
     sync = load_model(DnnConfig(model=path, backend="onnx", async_mode=False))
     given = load_model(DnnConfig(model=path, backend="onnx", nireq=3, backend_options={"threads_per_operation": 3}))
     try:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bkutil import identity_onnx
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -20,23 +21,8 @@ def _avdnn(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _identity(tmp_path: Path) -> str:
-    from onnx import TensorProto, helper, save
-
-    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    model = helper.make_model(
-        helper.make_graph([helper.make_node("Identity", ["input"], ["output"])], "g", [x], [y]),
-        opset_imports=[helper.make_opsetid("", 13)],
-    )
-    model.ir_version = 8
-    path = tmp_path / "identity.onnx"
-    save(model, str(path))
-    return str(path)
-
-
 def test_onnx_input_choice_is_debug_only(tmp_path: Path) -> None:
-    vf = f"format=rgb24,dnn_processing=model={_identity(tmp_path)}"
+    vf = f"format=rgb24,dnn_processing=model={identity_onnx(tmp_path, 'input', 'output')}"
     default = _avdnn("-f", "lavfi", "-i", "testsrc2=s=64x48:d=0.1", "-vf", vf, "-f", "null", "-")
     assert default.returncode == 0, default.stderr
     assert "using input" not in default.stderr

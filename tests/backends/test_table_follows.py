@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from bkutil import identity_onnx
 
 from avdnn.dnn import BackendSpec, backend_for_path, register_backend, unregister_backend
 from avdnn.dnn.backends.mock import MockBackend
@@ -115,18 +116,8 @@ def test_a_folder_is_a_savedmodel_and_other_names_have_no_backend(tmp_path) -> N
 
 
 def test_an_explicit_dnn_backend_wins_over_the_file_and_an_inferred_one_is_checked(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import onnx
-    from onnx import TensorProto, helper
-
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, "H", "W"])
-    model = helper.make_model(
-        helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y]),
-        opset_imports=[helper.make_opsetid("", 13)],
-    )
-    model.ir_version = 8
     odd = tmp_path / "identity.pb"  # an ONNX file under a TensorFlow name
-    onnx.save(model, str(odd))
+    os.replace(identity_onnx(tmp_path), odd)
     f = _filter("dnn_processing", model=odd, dnn_backend="onnx")
     assert f.config.backend == "onnx"
     f.close()

@@ -21,7 +21,7 @@ from ...errors import (
     NotFoundError,
     OutOfMemoryError,
 )
-from ..interface import DYNAMIC, DNNDataType, DNNLayout, DoneCallback, ModelConfig
+from ..interface import DYNAMIC, BackendOption, DNNDataType, DNNLayout, DoneCallback, ModelConfig
 
 #: One row: a runtime's own exception type, avdnn's error for it and, for built-in types the
 #: runtime shares with everyone (ValueError, RuntimeError), the package whose code must have
@@ -77,6 +77,26 @@ def _first_lines(exc: BaseException, limit: int = 600) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[:limit] + "..."
 
+
+#: OpenVINO's ``scale``/``mean`` options (FFmpeg's dnn_openvino), also the tflite backend's
+SCALE_MEAN_OPTIONS = (
+    BackendOption(
+        "scale",
+        "float",
+        0.0,
+        -(2**31),
+        2**31 - 1,
+        "Add scale preprocess operation. Divide each element of input by specified value.",
+    ),
+    BackendOption(
+        "mean",
+        "float",
+        0.0,
+        -(2**31),
+        2**31 - 1,
+        "Add mean preprocess operation. Subtract specified value from each element of input.",
+    ),
+)
 
 _stderr_lock = threading.Lock()
 

@@ -52,6 +52,7 @@ from ..interface import (
     TensorInfo,
 )
 from ._common import (
+    SCALE_MEAN_OPTIONS,
     ErrorTable,
     OnceDone,
     Pool,
@@ -170,22 +171,7 @@ class OpenVINOBackend:
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("input_resizable", "bool", False, 0, 1, "can input be resizable or not"),
         BackendOption("layout", "int", 0, 0, 2, "input layout of model", consts=_LAYOUTS),
-        BackendOption(
-            "scale",
-            "float",
-            0.0,
-            -(2**31),
-            2**31 - 1,
-            "Add scale preprocess operation. Divide each element of input by specified value.",
-        ),
-        BackendOption(
-            "mean",
-            "float",
-            0.0,
-            -(2**31),
-            2**31 - 1,
-            "Add mean preprocess operation. Subtract specified value from each element of input.",
-        ),
+        *SCALE_MEAN_OPTIONS,
         BackendOption(
             "precision",
             "int",

@@ -46,6 +46,7 @@ from ..interface import (
     default_threads,
 )
 from ._common import (
+    SCALE_MEAN_OPTIONS,
     ErrorTable,
     Pool,
     check_model_file,
@@ -90,22 +91,7 @@ class TFLiteBackend:
         BackendOption(
             "threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = usable cores / nireq)"
         ),
-        BackendOption(
-            "scale",
-            "float",
-            0.0,
-            -(2**31),
-            2**31 - 1,
-            "Add scale preprocess operation. Divide each element of input by specified value.",
-        ),
-        BackendOption(
-            "mean",
-            "float",
-            0.0,
-            -(2**31),
-            2**31 - 1,
-            "Add mean preprocess operation. Subtract specified value from each element of input.",
-        ),
+        *SCALE_MEAN_OPTIONS,
     )
     supports_async = True
 
