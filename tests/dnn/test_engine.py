@@ -407,7 +407,7 @@ def test_native_async_hook() -> None:
 def test_auto_nireq_and_bad_arguments() -> None:
     import os
 
-    assert auto_nireq() == (os.cpu_count() or 1) // 2 + 1
+    assert auto_nireq() == len(os.sched_getaffinity(0)) // 2 + 1  # FFmpeg's formula over the usable cores
     assert engine(nireq=0)[0].nireq == auto_nireq()
     with pytest.raises(InvalidArgumentError):
         engine(batch_size=0)
