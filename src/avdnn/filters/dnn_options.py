@@ -88,7 +88,15 @@ def dnn_backend_option(
             consts.setdefault(spec.name, int(spec.flag))
     lo, hi = (0, max(consts.values(), default=0)) if bounded else (INT_MIN, INT_MAX)
     return BackendChoice(
-        "dnn_backend", "int", int(default), lo, hi, help="DNN backend", consts=consts, mask=mask, bounded=bounded
+        "dnn_backend",
+        "int",
+        int(default),
+        lo,
+        hi,
+        help="DNN backend (unset: the model file's)",
+        consts=consts,
+        mask=mask,
+        bounded=bounded,
     )
 
 
