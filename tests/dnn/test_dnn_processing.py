@@ -290,7 +290,7 @@ def test_unknown_device_and_missing_provider(tmp_path, caplog) -> None:
     import onnxruntime
 
     if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
-        with caplog.at_level("WARNING"):
+        with caplog.at_level("WARNING", logger="avdnn"):
             f = make_filter("dnn_processing", model=path, device="cuda")
         assert "CPU" in caplog.text
         f.close()
