@@ -28,7 +28,7 @@ from ..errors import IOFailureError, NotSupportedError
 from ..media import swscale
 from ..media.frame import Frame
 from ..media.pixfmt import lookup
-from .detect.letterbox import Letterbox, letterbox, stretch
+from .detect.letterbox import Letterbox, placement
 from .interface import DYNAMIC, DNNColorOrder, DNNDataType, DNNLayout, TensorInfo
 
 #: libswscale flag FFmpeg's detect/classify io_proc uses.
@@ -85,10 +85,8 @@ def input_spec(info: TensorInfo, frame_width: int, frame_height: int) -> InputSp
 
 
 def geometry(spec: InputSpec, frame_width: int, frame_height: int, use_letterbox: bool) -> Letterbox:
-    """Where the frame lands in the model input: FFmpeg's stretch, or a centred letterbox."""
-    if use_letterbox:
-        return letterbox(frame_width, frame_height, spec.width, spec.height)
-    return stretch(frame_width, frame_height, spec.width, spec.height)
+    """Where the frame lands in this model input (:func:`~avdnn.dnn.detect.letterbox.placement`)."""
+    return placement(frame_width, frame_height, spec.width, spec.height, use_letterbox=use_letterbox)
 
 
 def _swscale(frame: Frame, width: int, height: int, fmt: str) -> np.ndarray:

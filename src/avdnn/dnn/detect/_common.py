@@ -15,7 +15,7 @@ from ...errors import InvalidDataError
 from ...media.detections import Detections
 from .context import DetectContext, NmsMode
 from .labels import label_names
-from .letterbox import Letterbox, boxes_to_frame, stretch
+from .letterbox import Letterbox, boxes_to_frame, placement
 from .nms import ffmpeg_overlap_keep, nms, weighted_nms
 
 
@@ -88,7 +88,9 @@ def clamp_edges(xyxy: np.ndarray, width: int, height: int) -> np.ndarray:
 
 def geometry(ctx: DetectContext) -> Letterbox:
     """The context's letterbox, or FFmpeg's stretch."""
-    return ctx.letterbox or stretch(ctx.frame_width, ctx.frame_height, ctx.input_width, ctx.input_height)
+    return ctx.letterbox or placement(
+        ctx.frame_width, ctx.frame_height, ctx.input_width, ctx.input_height, use_letterbox=False
+    )
 
 
 def input_to_frame(ctx: DetectContext, xyxy_input: np.ndarray, *, clip: bool = True) -> np.ndarray:

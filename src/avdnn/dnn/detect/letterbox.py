@@ -100,6 +100,19 @@ def letterbox(
     return Letterbox(frame_width, frame_height, input_width, input_height, rw, rh, left, top)
 
 
+def placement(
+    frame_width: int, frame_height: int, input_width: int, input_height: int, *, use_letterbox: bool
+) -> Letterbox:
+    """Where a frame lands in the model input: the centred letterbox, or FFmpeg's stretch.
+
+    The one place both the input conversion (io_analytics) and the box mapping (the detect
+    parsers) take their geometry from, so the two cannot disagree.
+    """
+    if use_letterbox:
+        return letterbox(frame_width, frame_height, input_width, input_height)
+    return stretch(frame_width, frame_height, input_width, input_height)
+
+
 def boxes_to_frame(xyxy: np.ndarray, geometry: Letterbox, *, clip: bool = False) -> np.ndarray:
     """Map (N, 4) corner boxes from model-input pixels to frame pixels (float32).
 
