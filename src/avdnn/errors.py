@@ -26,8 +26,10 @@ Foreign exceptions (PyAV, onnxruntime, ...) are translated where they enter avdn
 
 from __future__ import annotations
 
+import difflib
 import errno as _errno
 import os
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -37,7 +39,7 @@ def fferrtag(a: int | str, b: int | str, c: int | str, d: int | str) -> int:
     return -(vals[0] | (vals[1] << 8) | (vals[2] << 16) | (vals[3] << 24))
 
 
-def AVERROR(e: int) -> int:  # noqa: N802 - FFmpeg's name
+def AVERROR(e: int) -> int:
     """FFmpeg's AVERROR(): a POSIX errno as a negative code."""
     return -e
 
@@ -271,3 +273,18 @@ def from_av_error(exc: BaseException, **context: Any) -> AvdnnError:
         code = err if err < 0 else AVERROR(err)
         return from_code(code, str(text), **context)
     return ExternalError(str(text), **context)
+
+
+def closest(name: str, candidates: Iterable[str]) -> list[str]:
+    """Up to three candidates closest to ``name``, for "did you mean" messages.
+
+    Without repeats (a name may be both avdnn's and libavfilter's) and never ``name`` itself.
+    """
+    unique = [c for c in dict.fromkeys(candidates) if c != name]
+    return difflib.get_close_matches(name, unique, n=3, cutoff=0.5)
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'a', 'b'?)`` or an empty string."""
+    near = closest(name, candidates)
+    return f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""

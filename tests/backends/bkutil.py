@@ -10,9 +10,16 @@ from avdnn.dnn import backends as registry
 
 #: format -> the modules needed to write it (besides the backend's own runtime)
 WRITERS = {
-    "onnx": ("onnx",), "openvino": ("onnx", "openvino"), "torch": ("torch",), "torch_export": ("torch",),
-    "tensorflow": ("tensorflow",), "tf_saved": ("tensorflow",), "tflite": ("tensorflow",),
-    "native": (), "openvino_pb": ("tensorflow",), "openvino_tflite": ("tensorflow",),
+    "onnx": ("onnx",),
+    "openvino": ("onnx", "openvino"),
+    "torch": ("torch",),
+    "torch_export": ("torch",),
+    "tensorflow": ("tensorflow",),
+    "tf_saved": ("tensorflow",),
+    "tflite": ("tensorflow",),
+    "native": (),
+    "openvino_pb": ("tensorflow",),
+    "openvino_tflite": ("tensorflow",),
 }
 
 
@@ -27,3 +34,19 @@ def skip_reason(fmt: str) -> str | None:
     if fmt == "native" and nets.native_builders() is None:
         return "tests/native/builders.py (the native model builders) is not there"
     return None
+
+
+def identity_onnx(folder: object, input_name: str = "x", output_name: str = "y") -> str:
+    """A dynamic-shape [N,3,H,W] float identity ONNX model written to ``folder``."""
+    from pathlib import Path
+
+    from onnx import TensorProto, helper, save
+
+    x = helper.make_tensor_value_info(input_name, TensorProto.FLOAT, ["N", 3, "H", "W"])
+    y = helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["N", 3, "H", "W"])
+    graph = helper.make_graph([helper.make_node("Identity", [input_name], [output_name])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = Path(str(folder)) / f"identity_{input_name}.onnx"
+    save(model, str(path))
+    return str(path)

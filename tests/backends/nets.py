@@ -64,8 +64,13 @@ def _onnx(net: str, folder: Path) -> Path:
     else:
         inits = [numpy_helper.from_array(CONV_W, "w")]
         nodes = [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])]
-    graph = helper.make_graph(nodes, net, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializer=inits)
+    graph = helper.make_graph(
+        nodes,
+        net,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        initializer=inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     path = folder / f"{net}.onnx"
@@ -118,8 +123,7 @@ def _torch_export(net: str, folder: Path) -> Path:
     import torch
 
     n, h, w = torch.export.Dim("N"), torch.export.Dim("H", min=2), torch.export.Dim("W", min=2)
-    program = torch.export.export(_torch_module(net), (torch.zeros(2, 3, 8, 8),),
-                                  dynamic_shapes=({0: n, 2: h, 3: w},))
+    program = torch.export.export(_torch_module(net), (torch.zeros(2, 3, 8, 8),), dynamic_shapes=({0: n, 2: h, 3: w},))
     path = folder / f"{net}.pt2"
     torch.export.save(program, str(path))
     return path

@@ -87,9 +87,12 @@ def test_openvino_layout_input_resizable_and_fixed_batch(tmp_path: Path) -> None
     from onnx import TensorProto, helper
 
     shape = [1, 3, 8, 8]
-    graph = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "fixed",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["y"])],
+        "fixed",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     path = str(tmp_path / "fixed.onnx")
@@ -113,10 +116,12 @@ def test_openvino_async_failure_without_callback_still_completes(tmp_path: Path)
 
     # Reshape to [1, -1, 7]: any H, W pass the start; a frame whose size is no multiple of 7 fails inside
     graph = helper.make_graph(
-        [helper.make_node("Reshape", ["x", "s"], ["y"])], "r7",
+        [helper.make_node("Reshape", ["x", "s"], ["y"])],
+        "r7",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "A", 7])],
-        [numpy_helper.from_array(np.array([1, -1, 7], np.int64), "s")])
+        [numpy_helper.from_array(np.array([1, -1, 7], np.int64), "s")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     path = str(tmp_path / "reshape7.onnx")
@@ -247,9 +252,18 @@ def test_tflite_quantized_models(kind: str, tmp_path: Path) -> None:
 
 def test_native_async_rolls_back_to_sync_once(net_path, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
     path = net_path("native", "invert")
-    with caplog.at_level(logging.WARNING):
-        dnn = load_model(DnnConfig(model=path, backend="native", input="x", outputs=("y",), async_mode=True,
-                                   backend_options={"conv2d_threads": 4}), name="dnn_processing")
+    with caplog.at_level(logging.WARNING, logger="avdnn"):
+        dnn = load_model(
+            DnnConfig(
+                model=path,
+                backend="native",
+                input="x",
+                outputs=("y",),
+                async_mode=True,
+                backend_options={"conv2d_threads": 4},
+            ),
+            name="dnn_processing",
+        )
     warned = [r for r in caplog.records if "Async not supported. Rolling back to sync" in r.getMessage()]
     assert len(warned) == 1 and not dnn.engine.async_mode
     rgb = np.random.default_rng(0).integers(0, 256, (5, 6, 3), dtype=np.uint8)

@@ -90,8 +90,9 @@ def test_torch_bad_cuda_index_is_an_error(net_path: Callable[[str, str], str]) -
 
 
 @pytest.mark.skipif(not _cuda() or _ort_cuda(), reason="needs a CUDA machine whose onnxruntime lacks the CUDA EP")
-def test_onnx_cuda_without_the_provider_warns_and_runs_on_cpu(net_path: Callable[[str, str], str],
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_onnx_cuda_without_the_provider_warns_and_runs_on_cpu(
+    net_path: Callable[[str, str], str], caplog: pytest.LogCaptureFixture
+) -> None:
     path = net_path("onnx", "invert")
     with caplog.at_level(logging.WARNING, logger="avdnn"):
         frames = _through_filter(path, "onnx", "cuda")

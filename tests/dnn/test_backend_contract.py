@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import onnx_models as models
 import pytest
 
-import onnx_models as models
 from avdnn.dnn import DnnConfig, load_model
 from avdnn.dnn import backends as registry
 from avdnn.dnn.backends.mock import MockBackend
@@ -73,8 +73,10 @@ def test_sync_equals_async_through_the_engine(name: str, tmp_path: Path) -> None
     answers = []
     for async_mode in (False, True):
         model = _load(name, tmp_path, batch_size=2)
-        dnn = load_model(DnnConfig(model="m", async_mode=async_mode, nireq=2, batch_size=2),
-                         backend=MockBackend(model.run).as_backend())
+        dnn = load_model(
+            DnnConfig(model="m", async_mode=async_mode, nireq=2, batch_size=2),
+            backend=MockBackend(model.run).as_backend(),
+        )
         frames = [np.full((5, 4, 3), i * 20, dtype=np.uint8) for i in range(5)]
         for k, fr in enumerate(frames):
             dnn.execute(k, [dnn.frame_item(fr, lambda outs: outs[0].copy())])
@@ -103,7 +105,9 @@ def test_registry_table() -> None:
 def test_missing_runtime_is_an_install_hint() -> None:
     from avdnn.dnn.interface import DNNBackendType
 
-    fake = registry.BackendSpec("fakert", DNNBackendType(1 << 10), "fakert", "FakeBackend", "fakert", "no_such_module_x")
+    fake = registry.BackendSpec(
+        "fakert", DNNBackendType(1 << 10), "fakert", "FakeBackend", "fakert", "no_such_module_x"
+    )
     registry.register_backend(fake)
     try:
         with pytest.raises(BackendUnavailableError) as info:
@@ -115,8 +119,10 @@ def test_missing_runtime_is_an_install_hint() -> None:
 
 
 def test_importing_the_dnn_module_imports_no_runtime() -> None:
-    code = ("import sys, avdnn.dnn, avdnn.dnn.backends, avdnn.filters.dnn_processing, avdnn.filters.sr, "
-            "avdnn.filters.derain; assert 'onnxruntime' not in sys.modules, 'onnxruntime imported'")
+    code = (
+        "import sys, avdnn.dnn, avdnn.dnn.backends, avdnn.filters.dnn_processing, avdnn.filters.sr, "
+        "avdnn.filters.derain; assert 'onnxruntime' not in sys.modules, 'onnxruntime imported'"
+    )
     src = str(Path(__file__).resolve().parents[2] / "src")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": src}, timeout=60)
 
@@ -124,13 +130,20 @@ def test_importing_the_dnn_module_imports_no_runtime() -> None:
 def test_onnx_rejects_fixed_batch_and_two_inputs(tmp_path: Path) -> None:
     from onnx import TensorProto, helper
 
-    path = models._save(tmp_path / "b2.onnx", [helper.make_node("Identity", ["x"], ["y"])],
-                        [models._vi("x", TensorProto.FLOAT, [2, 3, 4, 4])], [models._vi("y", TensorProto.FLOAT, [2, 3, 4, 4])])
+    path = models._save(
+        tmp_path / "b2.onnx",
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [models._vi("x", TensorProto.FLOAT, [2, 3, 4, 4])],
+        [models._vi("y", TensorProto.FLOAT, [2, 3, 4, 4])],
+    )
     with pytest.raises(NotSupportedError):
         registry.backend_class("onnx").load(ModelConfig(path=path, batch_size=1))
-    path2 = models._save(tmp_path / "two_in.onnx", [helper.make_node("Add", ["a", "b"], ["y"])],
-                         [models._vi("a", TensorProto.FLOAT, models.nchw(1)), models._vi("b", TensorProto.FLOAT, models.nchw(1))],
-                         [models._vi("y", TensorProto.FLOAT, models.nchw(1))])
+    path2 = models._save(
+        tmp_path / "two_in.onnx",
+        [helper.make_node("Add", ["a", "b"], ["y"])],
+        [models._vi("a", TensorProto.FLOAT, models.nchw(1)), models._vi("b", TensorProto.FLOAT, models.nchw(1))],
+        [models._vi("y", TensorProto.FLOAT, models.nchw(1))],
+    )
     with pytest.raises(NotSupportedError) as info:
         registry.backend_class("onnx").load(ModelConfig(path=path2))
     assert "extra_inputs=b=" in info.value.message
@@ -138,6 +151,8 @@ def test_onnx_rejects_fixed_batch_and_two_inputs(tmp_path: Path) -> None:
 
 def test_onnx_fixed_batch_one_runs_a_batch_item_by_item(tmp_path: Path) -> None:
     path = models.identity(tmp_path, 1, dims=[1, 1, "H", "W"], name="b1")
-    model = registry.backend_class("onnx").load(ModelConfig(path=path, batch_size=3, func_type=DNNFunctionType.PROCESS_FRAME))
+    model = registry.backend_class("onnx").load(
+        ModelConfig(path=path, batch_size=3, func_type=DNNFunctionType.PROCESS_FRAME)
+    )
     batch = np.random.default_rng(0).random((3, 1, 4, 4), dtype=np.float32)
     assert np.array_equal(model.run(batch)[0], batch)

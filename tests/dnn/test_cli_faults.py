@@ -41,26 +41,34 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 def test_unchanged_md5_without_injection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = identity(tmp_path, 3)
     for opts in ("async=0", "async=1:nireq=2:batch_size=3"):
-        rc, out, _ = _cli(["-hide_banner", *SRC, "-vf", f"format=rgb24,dnn_processing=model={model}:{opts}",
-                           "-f", "md5", "-"], capsys)
+        rc, out, _ = _cli(
+            ["-hide_banner", *SRC, "-vf", f"format=rgb24,dnn_processing=model={model}:{opts}", "-f", "md5", "-"], capsys
+        )
         assert rc == 0 and out == f"MD5={IDENTITY_MD5}\n"
 
 
-@pytest.mark.parametrize(("err", "code", "text"), [
-    (errno.EAGAIN, AVERROR_EXTERNAL, "Resource temporarily unavailable"),
-    (errno.EINVAL, AVERROR(errno.EINVAL), "Invalid argument"),
-    (errno.EPERM, AVERROR(errno.EPERM), "Operation not permitted"),
-], ids=["EAGAIN", "EINVAL", "EPERM"])
+@pytest.mark.parametrize(
+    ("err", "code", "text"),
+    [
+        (errno.EAGAIN, AVERROR_EXTERNAL, "Resource temporarily unavailable"),
+        (errno.EINVAL, AVERROR(errno.EINVAL), "Invalid argument"),
+        (errno.EPERM, AVERROR(errno.EPERM), "Operation not permitted"),
+    ],
+    ids=["EAGAIN", "EINVAL", "EPERM"],
+)
 @pytest.mark.parametrize("output", ["framemd5", "out.mkv"])
-def test_worker_start_failure_at_eof(err: int, code: int, text: str, output: str, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_worker_start_failure_at_eof(
+    err: int, code: int, text: str, output: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     model = identity(tmp_path, 3)
     target = ["-f", "framemd5", "-"] if output == "framemd5" else ["-y", str(tmp_path / output)]
     with faults.inject(faults.Fault("worker_start", errno=err, in_flush=True)):
-        rc, out, errs = _cli(["-hide_banner", *SRC, "-vf",
-                              f"format=rgb24,dnn_processing=model={model}:batch_size=3:nireq=2", *target], capsys)
+        rc, out, errs = _cli(
+            ["-hide_banner", *SRC, "-vf", f"format=rgb24,dnn_processing=model={model}:batch_size=3:nireq=2", *target],
+            capsys,
+        )
     assert rc == exit_status(code) != 0
-    first = [line for line in errs.splitlines() if line.startswith("avdnn: ")][0]
+    first = next(line for line in errs.splitlines() if line.startswith("avdnn: "))
     assert first.startswith("avdnn: dnn_processing: Unable to start async inference: ") and text in first
     assert "Traceback" not in errs
     assert re.search(r"frames: read \d+, written 9, failed 1", errs)

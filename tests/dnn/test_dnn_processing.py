@@ -6,10 +6,10 @@ import errno
 import itertools
 
 import numpy as np
+import onnx_models as models
 import pytest
 from dnnutil import digest, lavfi_frames, make_filter, no_hang, random_frames, run_filter
 
-import onnx_models as models
 from avdnn.dnn import faults
 from avdnn.errors import (
     AVERROR,
@@ -66,8 +66,11 @@ def _run_until_error(f, frames):
 
 @pytest.mark.parametrize(
     "err,code,cls",
-    [(errno.EAGAIN, AVERROR_EXTERNAL, ExternalError), (errno.EINVAL, AVERROR(errno.EINVAL), InvalidArgumentError),
-     (errno.EPERM, AVERROR(errno.EPERM), PermissionDeniedError)],
+    [
+        (errno.EAGAIN, AVERROR_EXTERNAL, ExternalError),
+        (errno.EINVAL, AVERROR(errno.EINVAL), InvalidArgumentError),
+        (errno.EPERM, AVERROR(errno.EPERM), PermissionDeniedError),
+    ],
     ids=["EAGAIN", "EINVAL", "EPERM"],
 )
 def test_worker_cannot_start_while_flushing(conv_model: str, clip: list, err: int, code: int, cls: type) -> None:
@@ -136,7 +139,7 @@ def test_post_processing_failure_on_frame_k(conv_model: str, clip: list, async_:
 
 @pytest.mark.parametrize("async_", [0, 1])
 def test_inference_raising_in_a_worker(conv_model: str, clip: list, async_: int) -> None:
-    with faults.inject(faults.Fault("inference", at=1, error=RuntimeError("runtime exploded"))):
+    with faults.inject(faults.Fault("inference", at=1, error=ExternalError("runtime exploded"))):
         f = make_filter("dnn_processing", model=conv_model, **{"async": async_}, nireq=2, batch_size=2)
     out, exc = no_hang(lambda: _run_until_error(f, clip))
     assert isinstance(exc, ExternalError) and "runtime exploded" in exc.message
@@ -259,8 +262,12 @@ def test_backend_options_direct_and_deprecated(tmp_path) -> None:
     assert f.config.backend_options["threads_per_operation"] == 1
     f.close()
     f = make_filter("dnn_processing", model=path, backend_configs="threads_per_operation=2&optimization=basic")
-    assert f.config.backend_options == {"threads_per_operation": 2, "inter_op_threads": 0, "optimization": 1,
-                                        "extra_inputs": None}
+    assert f.config.backend_options == {
+        "threads_per_operation": 2,
+        "inter_op_threads": 0,
+        "optimization": 1,
+        "extra_inputs": None,
+    }
     f.close()
     with pytest.raises(OptionNotFoundError):  # base options cannot go through backend_configs
         make_filter("dnn_processing", model=path, options="async=0")
@@ -283,7 +290,7 @@ def test_unknown_device_and_missing_provider(tmp_path, caplog) -> None:
     import onnxruntime
 
     if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
-        with caplog.at_level("WARNING"):
+        with caplog.at_level("WARNING", logger="avdnn"):
             f = make_filter("dnn_processing", model=path, device="cuda")
         assert "CPU" in caplog.text
         f.close()

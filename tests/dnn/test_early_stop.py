@@ -52,7 +52,7 @@ class Blocking(MockBackend):
                 self.blocked += 1
             if not self.cancelled.wait(30):
                 self.timed_out = True
-            raise RuntimeError("cancelled")
+            raise ExternalError("cancelled")  # what a backend's seam maps its runtime's error to
         return 1.0 - batch
 
     def cancel(self) -> None:
@@ -69,12 +69,14 @@ def blocking(monkeypatch: pytest.MonkeyPatch) -> Blocking:
 
 @pytest.mark.parametrize("threads", ["1", "0"])
 @pytest.mark.parametrize(("async_", "nireq"), [(1, 2), (1, 4), (0, 1)])
-def test_frames_limit_cancels_the_runs_in_flight(blocking: Blocking, monkeypatch: pytest.MonkeyPatch,
-                                                 threads: str, async_: int, nireq: int) -> None:
+def test_frames_limit_cancels_the_runs_in_flight(
+    blocking: Blocking, monkeypatch: pytest.MonkeyPatch, threads: str, async_: int, nireq: int
+) -> None:
     monkeypatch.setenv("AVDNN_THREADS", threads)
     chain = f"{NUMBERED},dnn_processing=model=blocking:async={async_}:nireq={nireq}"
-    stats = no_hang(lambda: avdnn.run(SOURCE, chain, input_format="lavfi", output="-", format="null", frames=5),
-                    limit=25)
+    stats = no_hang(
+        lambda: avdnn.run(SOURCE, chain, input_format="lavfi", output="-", format="null", frames=5), limit=25
+    )
     assert stats.frames_written == 5 and stats.error is None and stats.stopped_early
     assert stats.frames_failed == 0
     assert stats.check(), stats.summary()  # in = out + failed + declared drops + in flight, per stage
@@ -100,8 +102,16 @@ def test_a_failing_output_still_reports_its_own_error(blocking: Blocking, monkey
     monkeypatch.setattr(Sink, "write", write)
     blocking.free = 4  # frames 4.. are in flight when the third write fails
     with pytest.raises(IOFailureError, match="No space left"):
-        no_hang(lambda: avdnn.run(SOURCE, f"{NUMBERED},dnn_processing=model=blocking:nireq=2",
-                                  input_format="lavfi", output="-", format="null"), limit=25)
+        no_hang(
+            lambda: avdnn.run(
+                SOURCE,
+                f"{NUMBERED},dnn_processing=model=blocking:nireq=2",
+                input_format="lavfi",
+                output="-",
+                format="null",
+            ),
+            limit=25,
+        )
     assert blocking.cancelled.is_set() and not blocking.timed_out
 
 
@@ -167,8 +177,13 @@ def _slow_model(folder: Path, layers: int = 150) -> str:
         nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [out], pads=[1, 1, 1, 1]))
         prev = out
     shape = [1, 16, "H", "W"]
-    graph = helper.make_graph(nodes, "slow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    graph = helper.make_graph(
+        nodes,
+        "slow",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        inits,
+    )
     path = folder / "slow.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     return str(path)

@@ -164,6 +164,7 @@ def test_first_error_of_a_task_is_kept() -> None:
     def bad(err: AvdnnError) -> Item:
         def post(outs: list) -> None:
             raise err
+
         return Item((1, 1, 1), F32, lambda d: d.fill(0), post)
 
     e, _ = engine(nireq=1, batch_size=3, async_mode=True)
@@ -179,8 +180,8 @@ def test_first_error_of_a_task_is_kept() -> None:
 @pytest.mark.parametrize("async_mode", [False, True])
 def test_inference_raising_fails_its_tasks_without_hang(async_mode: bool) -> None:
     def fn(b: np.ndarray) -> np.ndarray:
-        if (b == 3).any():
-            raise RuntimeError("kaboom")
+        if (b == 3).any():  # what a backend's seam gives for its runtime's own failure
+            raise ExternalError("kaboom") from RuntimeError("kaboom")
         return b
 
     e, _ = engine(fn, nireq=2, batch_size=2, async_mode=async_mode)
@@ -197,6 +198,81 @@ def test_inference_raising_fails_its_tasks_without_hang(async_mode: bool) -> Non
     assert e.close()
 
 
+class Bug(AttributeError):
+    """Stands for a bug in avdnn's own code (a mistyped attribute)."""
+
+
+@pytest.mark.parametrize("where", ["inference", "fill", "post"])
+def test_a_bug_keeps_its_type_sync(where: str) -> None:
+    """Inline, a bug raised while running, filling or post-processing goes up as raised at once."""
+
+    def fn(b: np.ndarray) -> np.ndarray:
+        if where == "inference" and (b == 2).any():
+            raise Bug("'NoneType' object has no attribute 'run'")
+        return b
+
+    def bad_fill(dst: np.ndarray) -> None:
+        raise Bug("fill")
+
+    def bad_post(outs: list[np.ndarray]) -> float:
+        raise Bug("post")
+
+    e, _ = engine(fn, nireq=1, batch_size=1, async_mode=False)
+    e.submit(0, [item(0)])
+    e.submit(1, [item(1)])
+    bug = Item(
+        (1, 2, 2),
+        F32,
+        bad_fill if where == "fill" else (lambda dst: dst.fill(2)),
+        bad_post if where == "post" else (lambda outs: 0.0),
+    )
+    with pytest.raises(Bug) as info:
+        e.submit(2, [bug])
+    assert info.traceback[-1].name in ("fn", "bad_fill", "bad_post")  # the traceback reaches the bug's line
+    assert [r.status for r in drain_until_bug(e)] == [S.SUCCESS, S.SUCCESS]
+    assert e.close()
+
+
+def drain_until_bug(e: Engine) -> list:
+    out = []
+    with pytest.raises(Bug):  # the bug's own task raises it again when its turn comes
+        while (r := e.get_result(wait=True, timeout=HANG)).status != S.EMPTY_QUEUE:
+            out.append(r)
+    return out
+
+
+def test_a_bug_in_a_worker_is_raised_by_get_result() -> None:
+    """Async, the bug waits on its task: the frames before it come out, then get_result raises it."""
+
+    def fn(b: np.ndarray) -> np.ndarray:
+        if (b == 3).any():
+            raise Bug("worker bug")
+        return b * 2
+
+    e, _ = engine(fn, nireq=2, batch_size=1, async_mode=True)
+    for i in range(5):
+        e.submit(i, [item(i)])
+    e.flush()
+    got = [no_hang(lambda: e.get_result(wait=True, timeout=HANG)) for _ in range(3)]
+    assert [(r.status, r.payload) for r in got] == [(S.SUCCESS, 0), (S.SUCCESS, 1), (S.SUCCESS, 2)]
+    with pytest.raises(Bug, match="worker bug") as info:
+        e.get_result(wait=True, timeout=HANG)
+    assert info.traceback[-1].name == "fn"
+    assert e.close()
+
+
+def test_keyboard_interrupt_in_a_sync_inference_stays_an_interrupt() -> None:
+    def fn(b: np.ndarray) -> np.ndarray:
+        raise KeyboardInterrupt
+
+    e, _ = engine(fn, nireq=1, batch_size=2, async_mode=False)
+    e.submit(0, [item(0)])
+    with pytest.raises(KeyboardInterrupt):
+        e.submit(1, [item(1)])
+    assert e.in_flight == 0  # the request was given back: close does not wait for it
+    assert e.close(timeout=1.0)
+
+
 def test_wrong_batch_in_output_fails_tasks() -> None:
     e, _ = engine(lambda b: b[:1], nireq=1, batch_size=2, async_mode=False)
     e.submit(0, [item(0)])
@@ -208,8 +284,11 @@ def test_wrong_batch_in_output_fails_tasks() -> None:
 
 @pytest.mark.parametrize(
     "err,code,cls",
-    [(errno.EAGAIN, AVERROR_EXTERNAL, ExternalError), (errno.EINVAL, AVERROR(errno.EINVAL), InvalidArgumentError),
-     (errno.EPERM, AVERROR(errno.EPERM), PermissionError)],
+    [
+        (errno.EAGAIN, AVERROR_EXTERNAL, ExternalError),
+        (errno.EINVAL, AVERROR(errno.EINVAL), InvalidArgumentError),
+        (errno.EPERM, AVERROR(errno.EPERM), PermissionError),
+    ],
 )
 def test_worker_cannot_start_in_flush(err: int, code: int, cls: type) -> None:
     """Seed 001 patch 9: the flush's worker start fails -> AVERROR_EXTERNAL / AVERROR(errno)."""
@@ -328,7 +407,7 @@ def test_native_async_hook() -> None:
 def test_auto_nireq_and_bad_arguments() -> None:
     import os
 
-    assert auto_nireq() == (os.cpu_count() or 1) // 2 + 1
+    assert auto_nireq() == len(os.sched_getaffinity(0)) // 2 + 1  # FFmpeg's formula over the usable cores
     assert engine(nireq=0)[0].nireq == auto_nireq()
     with pytest.raises(InvalidArgumentError):
         engine(batch_size=0)
@@ -340,7 +419,9 @@ def test_faults_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(faults.ENV, "worker_start:errno=EPERM:in_flush=1,post_process:at=3")
     plan = faults.current_plan()
     assert [(f.point, f.errno, f.at, f.in_flush) for f in plan.faults] == [
-        ("worker_start", errno.EPERM, None, True), ("post_process", None, 3, False)]
+        ("worker_start", errno.EPERM, None, True),
+        ("post_process", None, 3, False),
+    ]
     with pytest.raises(InvalidArgumentError):
         faults.parse_env("nowhere")
     with faults.inject(faults.Fault("inference", at=0)) as injected:
@@ -349,7 +430,7 @@ def test_faults_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_async_workers_are_persistent_one_per_request() -> None:
     """One worker thread per request slot for the whole run (not one per batch); close stops them."""
-    e, mock = engine(nireq=2, batch_size=1, async_mode=True)
+    e, _ = engine(nireq=2, batch_size=1, async_mode=True)
     for i in range(12):
         e.submit(i, [item(i)])
     e.flush()
@@ -380,7 +461,7 @@ def test_unclosed_engine_stops_its_workers_when_collected() -> None:
 
     e, _ = engine(nireq=1, async_mode=True)
     e.submit(0, [item(0)])
-    no_hang(lambda: drain(e))
+    no_hang(lambda e=e: drain(e))
     thread = e._requests[0].thread
     assert thread is not None and thread.is_alive()
     del e

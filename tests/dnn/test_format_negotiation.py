@@ -24,7 +24,8 @@ def _frames(src: str, chain: str) -> list:
 def _same(a: list, b: list) -> bool:
     return len(a) == len(b) > 0 and all(
         x.format == y.format and all(np.array_equal(p, q) for p, q in zip(x.planes, y.planes, strict=True))
-        for x, y in zip(a, b, strict=True))
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def test_segment_before_an_avdnn_filter_ends_in_a_format_it_takes(tmp_path: Path) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx_models as models
 import pytest
 from dnnutil import digest, lavfi_frames, make_filter, random_frames, run_filter
 
-import onnx_models as models
 from avdnn.dnn import io_proc
 from avdnn.dnn.interface import DNNDataType, DNNLayout, TensorInfo
 from avdnn.errors import IOFailureError, NotSupportedError
@@ -35,8 +35,10 @@ def test_identity_is_md5_identical(tmp_path, fmt: str, size: tuple[int, int]) ->
 def test_identity_nhwc_and_uint8_models(tmp_path, fmt: str) -> None:
     frames = random_frames(fmt, 33, 17, 2)
     c = channels(fmt)
-    for path in (models.identity(tmp_path, c, nhwc=True, name=f"nhwc{c}"),
-                 models.identity(tmp_path, c, elem=models.U8, name=f"u8_{c}")):
+    for path in (
+        models.identity(tmp_path, c, nhwc=True, name=f"nhwc{c}"),
+        models.identity(tmp_path, c, elem=models.U8, name=f"u8_{c}"),
+    ):
         assert digest(run_filter(make_filter("dnn_processing", model=path), frames)) == digest(frames)
 
 
@@ -51,8 +53,7 @@ def test_every_byte_value_round_trips_exactly() -> None:
 
 
 def test_float_to_u8_rounds_half_to_even_and_clips() -> None:
-    v = np.array([-1.0, 0.5 / 255, 1.5 / 255, 2.5 / 255, 254.5 / 255, 2.0, np.nan, np.inf, -np.inf],
-                 dtype=np.float32)
+    v = np.array([-1.0, 0.5 / 255, 1.5 / 255, 2.5 / 255, 254.5 / 255, 2.0, np.nan, np.inf, -np.inf], dtype=np.float32)
     assert io_proc.float_to_u8(v).tolist() == [0, 0, 2, 2, 254, 255, 0, 255, 0]
 
 

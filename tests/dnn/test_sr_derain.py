@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx_models as models
 import pytest
 from dnnutil import digest, lavfi_frames, make_filter, random_frames, run_filter
 
-import onnx_models as models
 from avdnn.dnn import io_proc
 from avdnn.errors import InvalidArgumentError, IOFailureError, OutOfRangeError
 

@@ -16,12 +16,37 @@ from pathlib import Path
 import numpy as np
 
 from avdnn.dnn.native import (
-    AvgPool, Conv2D, Dense, DepthToSpace, MathBinary, MathUnary, Maximum, MirrorPad, NativeFile, Operand, save,
+    AvgPool,
+    Conv2D,
+    Dense,
+    DepthToSpace,
+    MathBinary,
+    MathUnary,
+    Maximum,
+    MirrorPad,
+    NativeFile,
+    Operand,
+    save,
 )
 from avdnn.dnn.native.format import IO_INPUT, IO_INTERMEDIATE, IO_OUTPUT
 from avdnn.dnn.native.layers import (
-    ADD, FLOORMOD, LEAKY_RELU, MINIMUM, MUL, NONE, REALDIV, REFLECT, RELU, SAME, SAME_CLAMP_TO_EDGE, SIGMOID, SUB,
-    SYMMETRIC, TANH, UNARY_NAMES, VALID,
+    ADD,
+    FLOORMOD,
+    LEAKY_RELU,
+    MINIMUM,
+    MUL,
+    NONE,
+    REALDIV,
+    REFLECT,
+    RELU,
+    SAME,
+    SAME_CLAMP_TO_EDGE,
+    SIGMOID,
+    SUB,
+    SYMMETRIC,
+    TANH,
+    UNARY_NAMES,
+    VALID,
 )
 
 ACTS = {"relu": RELU, "tanh": TANH, "sigmoid": SIGMOID, "none": NONE, "leaky_relu": LEAKY_RELU}
@@ -69,8 +94,18 @@ class Chain:
     def weights(self, *shape: int, scale: float = 0.5) -> np.ndarray:
         return (self.rng.uniform(-scale, scale, shape)).astype(np.float32)
 
-    def conv(self, cout: int, k: int = 3, *, act: int = NONE, padding: int = SAME, dilation: int = 1,
-             bias: bool = True, kernel: np.ndarray | None = None, scale: float = 0.5) -> Chain:
+    def conv(
+        self,
+        cout: int,
+        k: int = 3,
+        *,
+        act: int = NONE,
+        padding: int = SAME,
+        dilation: int = 1,
+        bias: bool = True,
+        kernel: np.ndarray | None = None,
+        scale: float = 0.5,
+    ) -> Chain:
         w = self.weights(cout, k, k, self.channels, scale=scale) if kernel is None else kernel
         b = self.weights(cout, scale=0.2) if bias else None
         return self._push(lambda i, o: Conv2D(dilation, padding, act, w, b, i, o), cout)
@@ -114,14 +149,18 @@ class Chain:
 
 
 def identity(c: int) -> Built:
-    return Chain(c).conv(c, 1, kernel=np.eye(c, dtype=np.float32).reshape(c, 1, 1, c), bias=False).build(
-        f"identity{c}")
+    return Chain(c).conv(c, 1, kernel=np.eye(c, dtype=np.float32).reshape(c, 1, 1, c), bias=False).build(f"identity{c}")
 
 
 def conv_probe(c: int, act: str, pad: str, k: int = 3, dilation: int = 1, seed: int = 1) -> Built:
     """A k x k conv c -> 4 with the given activation and padding, then a 1x1 conv 4 -> c."""
-    ch = Chain(c, seed).conv(4, k, act=ACTS[act] if act in ACTS else int(act), padding=PADS[pad] if pad in PADS
-                              else int(pad), dilation=dilation)
+    ch = Chain(c, seed).conv(
+        4,
+        k,
+        act=ACTS[act] if act in ACTS else int(act),
+        padding=PADS[pad] if pad in PADS else int(pad),
+        dilation=dilation,
+    )
     return ch.conv(c, 1, scale=0.6).build(f"conv{c}_{act}_{pad}_k{k}_d{dilation}")
 
 
@@ -185,8 +224,16 @@ def _models() -> dict[str, Callable[[], Built]]:
             add(lambda a=act, p=pad: conv_probe(1, a, p))
     add(lambda: conv_probe(3, "relu", "clamp"))
     add(lambda: conv_probe(3, "tanh", "valid"))
-    for k, d, pad in ((3, 2, "same"), (3, 2, "valid"), (5, 2, "clamp"), (2, 1, "same"), (2, 1, "valid"),
-                      (4, 1, "valid"), (4, 2, "same"), (1, 1, "valid")):
+    for k, d, pad in (
+        (3, 2, "same"),
+        (3, 2, "valid"),
+        (5, 2, "clamp"),
+        (2, 1, "same"),
+        (2, 1, "valid"),
+        (4, 1, "valid"),
+        (4, 2, "same"),
+        (1, 1, "valid"),
+    ):
         add(lambda k=k, d=d, p=pad: conv_probe(1, "sigmoid", p, k, d))
     add(lambda: conv_probe(1, "9", "7"))  # unknown activation = none, unknown padding = SAME
     add(lambda: Chain(1, 2).conv(3, 3, bias=False).conv(1, 3, act=TANH, bias=False).build("conv_nobias"))

@@ -34,13 +34,15 @@ PRE = f"noise=alls=40:allf=t+u,scale={W}:{H}:flags=bicubic"
 def ffmpeg_skip_reason() -> str | None:
     """None when FFMPEG is a 5.x build whose dnn_processing lists the native backend."""
     if not os.access(FFMPEG, os.X_OK):
-        return (f"{FFMPEG} not found: the native-backend oracle needs Debian 12's ffmpeg 5.1 "
-                "(apt-get install --no-install-recommends ffmpeg)")
+        return (
+            f"{FFMPEG} not found: the native-backend oracle needs Debian 12's ffmpeg 5.1 "
+            "(apt-get install --no-install-recommends ffmpeg)"
+        )
     try:
-        ver = subprocess.run([FFMPEG, "-hide_banner", "-version"], capture_output=True, text=True,
-                             timeout=30).stdout
-        helptext = subprocess.run([FFMPEG, "-hide_banner", "-h", "filter=dnn_processing"], capture_output=True,
-                                  text=True, timeout=30).stdout
+        ver = subprocess.run([FFMPEG, "-hide_banner", "-version"], capture_output=True, text=True, timeout=30).stdout
+        helptext = subprocess.run(
+            [FFMPEG, "-hide_banner", "-h", "filter=dnn_processing"], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{FFMPEG} does not run: {exc}"
     m = re.search(r"ffmpeg version (\S+)", ver)
@@ -60,8 +62,24 @@ def need_ffmpeg51() -> None:
 
 def ffmpeg_raw(vf: str, pix_fmt: str, source: str = SOURCE) -> bytes:
     """Raw frames out of ``-f lavfi -i source -vf PRE,vf`` in ``pix_fmt``."""
-    cmd = [FFMPEG, "-nostdin", "-hide_banner", "-v", "error", "-f", "lavfi", "-i", source,
-           "-vf", f"{PRE},{vf}", "-f", "rawvideo", "-pix_fmt", pix_fmt, "-"]
+    cmd = [
+        FFMPEG,
+        "-nostdin",
+        "-hide_banner",
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        source,
+        "-vf",
+        f"{PRE},{vf}",
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        pix_fmt,
+        "-",
+    ]
     proc = subprocess.run(cmd, capture_output=True, timeout=120)
     if proc.returncode != 0:
         raise AssertionError(f"ffmpeg failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr.decode()[-2000:]}")
@@ -69,14 +87,18 @@ def ffmpeg_raw(vf: str, pix_fmt: str, source: str = SOURCE) -> bytes:
 
 
 def frame_size(pix_fmt: str, w: int, h: int) -> int:
-    return {"rgb24": 3 * w * h, "bgr24": 3 * w * h, "grayf32le": 4 * w * h,
-            "yuv420p": w * h + 2 * ((w + 1) // 2) * ((h + 1) // 2)}[pix_fmt]
+    return {
+        "rgb24": 3 * w * h,
+        "bgr24": 3 * w * h,
+        "grayf32le": 4 * w * h,
+        "yuv420p": w * h + 2 * ((w + 1) // 2) * ((h + 1) // 2),
+    }[pix_fmt]
 
 
 def split(raw: bytes, pix_fmt: str, w: int, h: int) -> list[bytes]:
     n = frame_size(pix_fmt, w, h)
     assert len(raw) % n == 0 and raw, (len(raw), n)
-    return [raw[i:i + n] for i in range(0, len(raw), n)]
+    return [raw[i : i + n] for i in range(0, len(raw), n)]
 
 
 def u8_to_float(b: np.ndarray) -> np.ndarray:
@@ -98,12 +120,11 @@ def to_tensor(frame: bytes, pix_fmt: str, w: int, h: int) -> np.ndarray:
     if pix_fmt == "grayf32le":
         return np.frombuffer(frame, "<f4").reshape(1, h, w, 1).astype(np.float32)
     if pix_fmt == "yuv420p":
-        return u8_to_float(np.frombuffer(frame, np.uint8)[:w * h].reshape(1, h, w, 1))
+        return u8_to_float(np.frombuffer(frame, np.uint8)[: w * h].reshape(1, h, w, 1))
     raise ValueError(pix_fmt)
 
 
-def from_tensor(t: np.ndarray, pix_fmt: str, src_frame: bytes, w: int, h: int,
-                chroma: bytes | None = None) -> bytes:
+def from_tensor(t: np.ndarray, pix_fmt: str, src_frame: bytes, w: int, h: int, chroma: bytes | None = None) -> bytes:
     """The output frame: ``t`` converted back; yuv chroma copied from the input (or ``chroma``)."""
     if pix_fmt == "grayf32le":
         return np.ascontiguousarray(t, "<f4").tobytes()
@@ -114,6 +135,6 @@ def from_tensor(t: np.ndarray, pix_fmt: str, src_frame: bytes, w: int, h: int,
         assert t.shape[-1] == 1
         if chroma is None:
             assert t.shape[1:3] == (h, w), "a size-changing model needs scaled chroma"
-            chroma = src_frame[w * h:]
+            chroma = src_frame[w * h :]
         return float_to_u8(t).tobytes() + chroma
     raise ValueError(pix_fmt)

@@ -36,29 +36,77 @@ CASES = [
 
 def _input(tmp: Path, pix_fmt: str) -> Path:
     path = tmp / f"in_{pix_fmt}.nut"
-    cmd = [FFMPEG, "-nostdin", "-hide_banner", "-v", "error", "-f", "lavfi", "-i", SOURCE,
-           "-vf", f"{PRE},format={pix_fmt}", "-c:v", "rawvideo", "-f", "nut", "-y", str(path)]
+    cmd = [
+        FFMPEG,
+        "-nostdin",
+        "-hide_banner",
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        SOURCE,
+        "-vf",
+        f"{PRE},format={pix_fmt}",
+        "-c:v",
+        "rawvideo",
+        "-f",
+        "nut",
+        "-y",
+        str(path),
+    ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=120)
     return path
 
 
 def _ffmpeg51(inp: Path, vf: str, pix_fmt: str) -> bytes:
-    cmd = [FFMPEG, "-nostdin", "-hide_banner", "-v", "error", "-i", str(inp), "-vf", vf,
-           "-f", "rawvideo", "-pix_fmt", pix_fmt, "-"]
+    cmd = [
+        FFMPEG,
+        "-nostdin",
+        "-hide_banner",
+        "-v",
+        "error",
+        "-i",
+        str(inp),
+        "-vf",
+        vf,
+        "-f",
+        "rawvideo",
+        "-pix_fmt",
+        pix_fmt,
+        "-",
+    ]
     proc = subprocess.run(cmd, capture_output=True, timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     return proc.stdout
 
 
 def _avdnn(inp: Path, vf: str, pix_fmt: str, out: Path, extra: list[str]) -> bytes:
-    rc = avdnn_main(["-hide_banner", "-loglevel", "error", "-i", str(inp), "-vf", vf, *extra,
-                     "-pix_fmt", pix_fmt, "-f", "rawvideo", "-y", str(out)])
+    rc = avdnn_main(
+        [
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-i",
+            str(inp),
+            "-vf",
+            vf,
+            *extra,
+            "-pix_fmt",
+            pix_fmt,
+            "-f",
+            "rawvideo",
+            "-y",
+            str(out),
+        ]
+    )
     assert rc == 0
     return out.read_bytes()
 
 
-@pytest.mark.parametrize(("filt", "build", "in_fmt", "out_fmt"), CASES,
-                         ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("filt", "build", "in_fmt", "out_fmt"), CASES, ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)]
+)
 @pytest.mark.parametrize("mode", ["sync", "async_batched"])
 def test_avdnn_filter_md5_identical_to_ffmpeg51(filt, build, in_fmt, out_fmt, mode, tmp_path, ffmpeg51) -> None:
     model = build().save(tmp_path)

@@ -17,7 +17,8 @@ from avdnn.errors import AVERROR_INVALIDDATA, InvalidDataError, NotFoundError
 ONE_MINUS_X = bytes.fromhex(
     "46464d504547444e4e4e415449564501000000170000000500000000000000010000000000803f00000000000000000100"
     "0000000000000100000078010000000100000001000000ffffffffffffffff03000000010000000100000079020000000100"
-    "000001000000ffffffffffffffff030000000100000002000000")
+    "000001000000ffffffffffffffff030000000100000002000000"
+)
 
 
 def _arrays_equal(a: object, b: object) -> bool:
@@ -31,8 +32,11 @@ def _arrays_equal(a: object, b: object) -> bool:
 def _same_layers(x: NativeFile, y: NativeFile) -> bool:
     if [type(v) for v in x.layers] != [type(v) for v in y.layers]:
         return False
-    return all(_arrays_equal(getattr(a, f.name), getattr(b, f.name))
-               for a, b in zip(x.layers, y.layers) for f in dataclasses.fields(a))
+    return all(
+        _arrays_equal(getattr(a, f.name), getattr(b, f.name))
+        for a, b in zip(x.layers, y.layers, strict=True)
+        for f in dataclasses.fields(a)
+    )
 
 
 def test_worked_example_bytes() -> None:
@@ -41,7 +45,9 @@ def test_worked_example_bytes() -> None:
     assert (nf.major, nf.minor) == (1, 23)
     assert nf.layers == [MathBinary(0, True, 1.0, False, 0, 1)]
     assert [(o.name, o.io_type, o.dtype, o.dims) for o in nf.operands] == [
-        ("x", 1, 1, (1, -1, -1, 3)), ("y", 2, 1, (1, -1, -1, 3))]
+        ("x", 1, 1, (1, -1, -1, 3)),
+        ("y", 2, 1, (1, -1, -1, 3)),
+    ]
     assert serialize(nf) == ONE_MINUS_X
     x = np.random.default_rng(0).random((1, 4, 5, 3), dtype=np.float32)
     assert np.array_equal(NativeModel(nf).run({"x": x})["y"], np.float32(1) - x)
@@ -102,7 +108,7 @@ def test_truncated(cut: int) -> None:
 def test_truncated_inside_a_conv_kernel_names_it() -> None:
     data = serialize(Chain(1).conv(4, 3).build("c").nf)
     footer = data[-8:]
-    _bad(data[:HEADER_SIZE + 100] + footer, "truncated", "Conv2D kernel")
+    _bad(data[: HEADER_SIZE + 100] + footer, "truncated", "Conv2D kernel")
 
 
 def test_trailing_byte() -> None:

@@ -7,7 +7,15 @@ import pytest
 from builders import MODELS, Chain, all_layers, espcn, identity
 
 from avdnn.dnn.native import (
-    AvgPool, Conv2D, Dense, DepthToSpace, MathBinary, MathUnary, Maximum, MirrorPad, NativeModel,
+    AvgPool,
+    Conv2D,
+    Dense,
+    DepthToSpace,
+    MathBinary,
+    MathUnary,
+    Maximum,
+    MirrorPad,
+    NativeModel,
 )
 from avdnn.dnn.native.layers import UNARY_NAMES
 from avdnn.errors import InvalidArgumentError, InvalidDataError, NotSupportedError
@@ -22,12 +30,15 @@ def img(a: np.ndarray) -> np.ndarray:
     return a[0, ..., 0]
 
 
-@pytest.mark.parametrize(("padding", "want"), [
-    (0, [[45]]),
-    (1, [[12, 21, 16], [27, 45, 33], [24, 39, 28]]),
-    (2, [[21, 27, 33], [39, 45, 51], [57, 63, 69]]),
-    (7, [[12, 21, 16], [27, 45, 33], [24, 39, 28]]),  # unknown padding codes behave like SAME
-])
+@pytest.mark.parametrize(
+    ("padding", "want"),
+    [
+        (0, [[45]]),
+        (1, [[12, 21, 16], [27, 45, 33], [24, 39, 28]]),
+        (2, [[21, 27, 33], [39, 45, 51], [57, 63, 69]]),
+        (7, [[12, 21, 16], [27, 45, 33], [24, 39, 28]]),  # unknown padding codes behave like SAME
+    ],
+)
 def test_conv_padding_modes(padding: int, want: list) -> None:
     assert np.array_equal(img(Conv2D(1, padding, 3, ONES3, None, 0, 1).forward(X)), want)
 
@@ -40,8 +51,13 @@ def test_conv_even_kernel_taps_at_minus_one_and_zero(padding: int) -> None:
 
 
 def test_conv_dilation_and_relu_bias() -> None:
-    want = [[24, 28, 42, 28, 32], [44, 48, 72, 48, 52], [66, 72, 108, 72, 78], [44, 48, 72, 48, 52],
-            [64, 68, 102, 68, 72]]
+    want = [
+        [24, 28, 42, 28, 32],
+        [44, 48, 72, 48, 52],
+        [66, 72, 108, 72, 78],
+        [44, 48, 72, 48, 52],
+        [64, 68, 102, 68, 72],
+    ]
     assert np.array_equal(img(Conv2D(2, 1, 3, ONES3, None, 0, 1).forward(A)), want)
     got = Conv2D(1, 0, 0, ONES3, np.array([-40], F), 0, 1).forward(A)
     assert np.array_equal(img(got), [[14, 23, 32], [59, 68, 77], [104, 113, 122]])
@@ -51,7 +67,8 @@ def test_conv_activations_are_ffmpegs() -> None:
     v = np.array([-3.0, -0.5, 0.0, 0.25, 2.0, np.nan], F).reshape(1, 1, 6, 1)
     one = np.ones((1, 1, 1, 1), F)
     relu, tanh, sig, none, leaky, nine = (
-        Conv2D(1, 1, a, one, None, 0, 1).forward(v).ravel() for a in (0, 1, 2, 3, 4, 9))
+        Conv2D(1, 1, a, one, None, 0, 1).forward(v).ravel() for a in (0, 1, 2, 3, 4, 9)
+    )
     assert np.array_equal(relu[:5], [0, 0, 0, 0.25, 2]) and relu[5] == 0  # NaN -> 0
     t = (2.0 / (1.0 + np.exp(-2.0 * v.astype(np.float64))) - 1.0).astype(F)
     assert np.array_equal(tanh, t.ravel(), equal_nan=True)
@@ -68,12 +85,15 @@ def test_conv_accumulates_in_ffmpegs_order() -> None:
     assert img(Dense(3, k.reshape(1, 3), None, 0, 1).forward(x)).item() == 0.0
 
 
-@pytest.mark.parametrize(("k", "s", "p", "want"), [
-    (3, 2, 1, [[3, 4.5, 6], [10.5, 12, 13.5], [18, 19.5, 21]]),
-    (3, 2, 0, [[6, 8], [16, 18]]),
-    (2, 2, 1, [[3, 5, 6.5], [13, 15, 16.5], [20.5, 22.5, 24]]),
-    (4, 3, 1, [[6, 8], [16, 18]]),
-])
+@pytest.mark.parametrize(
+    ("k", "s", "p", "want"),
+    [
+        (3, 2, 1, [[3, 4.5, 6], [10.5, 12, 13.5], [18, 19.5, 21]]),
+        (3, 2, 0, [[6, 8], [16, 18]]),
+        (2, 2, 1, [[3, 5, 6.5], [13, 15, 16.5], [20.5, 22.5, 24]]),
+        (4, 3, 1, [[6, 8], [16, 18]]),
+    ],
+)
 def test_avgpool(k: int, s: int, p: int, want: list) -> None:
     assert np.array_equal(img(AvgPool(s, p, k, 0, 1).forward(A)), want)
 
@@ -90,12 +110,26 @@ def test_depth_to_space_and_dense_chain() -> None:
 
 def test_mirror_pad() -> None:
     pads = ((0, 0), (1, 1), (2, 2), (0, 0))
-    assert np.array_equal(img(MirrorPad(1, pads, 0, 1).forward(X)), [
-        [6, 5, 4, 5, 6, 5, 4], [3, 2, 1, 2, 3, 2, 1], [6, 5, 4, 5, 6, 5, 4], [9, 8, 7, 8, 9, 8, 7],
-        [6, 5, 4, 5, 6, 5, 4]])
-    assert np.array_equal(img(MirrorPad(2, pads, 0, 1).forward(X)), [
-        [2, 1, 1, 2, 3, 3, 2], [2, 1, 1, 2, 3, 3, 2], [5, 4, 4, 5, 6, 6, 5], [8, 7, 7, 8, 9, 9, 8],
-        [8, 7, 7, 8, 9, 9, 8]])
+    assert np.array_equal(
+        img(MirrorPad(1, pads, 0, 1).forward(X)),
+        [
+            [6, 5, 4, 5, 6, 5, 4],
+            [3, 2, 1, 2, 3, 2, 1],
+            [6, 5, 4, 5, 6, 5, 4],
+            [9, 8, 7, 8, 9, 8, 7],
+            [6, 5, 4, 5, 6, 5, 4],
+        ],
+    )
+    assert np.array_equal(
+        img(MirrorPad(2, pads, 0, 1).forward(X)),
+        [
+            [2, 1, 1, 2, 3, 3, 2],
+            [2, 1, 1, 2, 3, 3, 2],
+            [5, 4, 4, 5, 6, 6, 5],
+            [8, 7, 7, 8, 9, 9, 8],
+            [8, 7, 7, 8, 9, 9, 8],
+        ],
+    )
     src = np.arange(48, dtype=F).reshape(1, 4, 4, 3)
     out = MirrorPad(2, ((0, 0), (2, 3), (3, 2), (0, 0)), 0, 1).forward(src)
     hmap, wmap = [1, 0, 0, 1, 2, 3, 3, 2, 1], [2, 1, 0, 0, 1, 2, 3, 3, 2]
@@ -119,13 +153,18 @@ X6 = np.array([-3, 2.5, 2, -2.1, 7.8, 100], F).reshape(1, 1, 2, 3)
 X6B = np.array([-1, 2, 3, -21, 8, 10], F).reshape(1, 1, 2, 3)
 V = float(F(7.28))
 BINARY_TABLE = {  # op: (v . x, x . v, x . x1), native_format.md s.5.2
-    0: ([10.280001, 4.78, 5.28, 9.38, -0.52, -92.72], [-10.280001, -4.78, -5.28, -9.38, 0.52, 92.72],
-        [-2, 0.5, -1, 18.9, -0.19999981, 90]),
+    0: (
+        [10.280001, 4.78, 5.28, 9.38, -0.52, -92.72],
+        [-10.280001, -4.78, -5.28, -9.38, 0.52, 92.72],
+        [-2, 0.5, -1, 18.9, -0.19999981, 90],
+    ),
     1: ([4.28, 9.780001, 9.280001, 5.1800003, 15.08, 107.28], None, [-4, 4.5, 5, -23.1, 15.8, 110]),
     2: ([-21.84, 18.2, 14.56, -15.288, 56.784004, 728], None, [3, 5, 6, 44.1, 62.4, 1000]),
-    3: ([-2.4266667, 2.9120002, 3.64, -3.466667, 0.93333334, 0.0728],
+    3: (
+        [-2.4266667, 2.9120002, 3.64, -3.466667, 0.93333334, 0.0728],
         [-0.4120879, 0.3434066, 0.27472526, -0.2884615, 1.0714285, 13.736263],
-        [3, 1.25, 0.6666667, 0.099999994, 0.975, 10]),
+        [3, 1.25, 0.6666667, 0.099999994, 0.975, 10],
+    ),
     4: ([-3, 2.5, 2, -2.1, 7.28, 7.28], None, [-3, 2, 2, -21, 7.8, 10]),
     5: ([1, 1, 1, 1, 0, 7], [-3, 2, 2, -2, 0, 2], [0, 0, 2, -2, 7, 0]),
 }
@@ -152,8 +191,10 @@ def test_math_unary_quirks() -> None:
     assert not np.signbit(floor[11]) and not np.signbit(run("abs")[11])
     asin = run("asin")
     assert np.isnan(asin[3]) and not np.signbit(asin[3])  # glibc's +NaN
-    assert np.array_equal(run("exp")[:9], np.array([1.105171, 1.6487212, 2.117, 0.049787067, 12.182494, 7.389056,
-                                                    0.12245644, 2440.6025, np.inf], F))
+    assert np.array_equal(
+        run("exp")[:9],
+        np.array([1.105171, 1.6487212, 2.117, 0.049787067, 12.182494, 7.389056, 0.12245644, 2440.6025, np.inf], F),
+    )
 
 
 def test_layer_shape_errors() -> None:
@@ -194,7 +235,7 @@ def test_batch_equals_one_by_one(make) -> None:
     c = m.inputs[0].dims[3]
     xs = np.random.default_rng(2).random((4, 11, 7, c), dtype=F)
     batched = m.run({"x": xs})["y"]
-    single = np.concatenate([m.run({"x": xs[i:i + 1]})["y"] for i in range(4)])
+    single = np.concatenate([m.run({"x": xs[i : i + 1]})["y"] for i in range(4)])
     assert batched.tobytes() == single.tobytes()
 
 

@@ -70,15 +70,22 @@ def test_md5_identical_to_ffmpeg51(name: str, filt: str, pix_fmt: str, tmp_path,
         # sr scales each chroma plane as gray8 with SWS_BICUBIC and no range conversion; vf_scale
         # does the same once both ranges are pinned (left alone it converts tv -> pc range).
         cw, ch = (W // 2) * scale, (H // 2) * scale
-        planes = [_chunks(ffmpeg_raw(f"format={fmt},extractplanes={p},"
-                                     f"scale={cw}:{ch}:flags=bicubic:in_range=pc:out_range=pc", "gray"), cw * ch)
-                  for p in "uv"]
-        chroma = [u + v for u, v in zip(*planes)]
+        planes = [
+            _chunks(
+                ffmpeg_raw(
+                    f"format={fmt},extractplanes={p},scale={cw}:{ch}:flags=bicubic:in_range=pc:out_range=pc", "gray"
+                ),
+                cw * ch,
+            )
+            for p in "uv"
+        ]
+        chroma = [u + v for u, v in zip(*planes, strict=True)]
     got = b"".join(
         from_tensor(model.run({"x": to_tensor(f, pix_fmt, w, h)})["y"], pix_fmt, f, w, h, chroma=c)
-        for f, c in zip(frames, chroma))
+        for f, c in zip(frames, chroma, strict=True)
+    )
     assert hashlib.md5(got).hexdigest() == hashlib.md5(want).hexdigest(), _diff(got, want)
 
 
 def _chunks(raw: bytes, n: int) -> list[bytes]:
-    return [raw[i:i + n] for i in range(0, len(raw), n)]
+    return [raw[i : i + n] for i in range(0, len(raw), n)]

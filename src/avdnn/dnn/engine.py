@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import AvdnnError, ExitRequestedError, ExternalError, InvalidArgumentError
 from .faults import FaultPlan, current_plan
 from .interface import DNNAsyncStatusType, DoneCallback
-from .tasks import EngineStats, Item, Request, Result, Task, as_error, auto_nireq, worker_start_error
+from .tasks import EngineStats, Item, Request, Result, Task, as_error, auto_nireq, failure, worker_start_error
 
 __all__ = ["Engine", "EngineStats", "Item", "Request", "Result", "Task", "auto_nireq", "worker_start_error"]
 
@@ -139,13 +139,16 @@ class Engine:
                 return Result(DNNAsyncStatusType.EMPTY_QUEUE)
             head = self._tasks[0]
             if not head.complete and wait:
-                self._cond.wait_for(lambda: head.complete or head.dispatched < head.todo or self._closed
-                                    or self._interrupted, timeout)
+                self._cond.wait_for(
+                    lambda: head.complete or head.dispatched < head.todo or self._closed or self._interrupted, timeout
+                )
                 if self._interrupted:
                     raise self._exit()
             if not head.complete:
                 return Result(DNNAsyncStatusType.NOT_READY)
             self._tasks.popleft()
+        if head.bug is not None:
+            raise head.bug
         if head.error is not None:
             return Result(DNNAsyncStatusType.FAIL, head.payload, (), head.error, head.index)
         return Result(DNNAsyncStatusType.SUCCESS, head.payload, tuple(head.results), None, head.index)
@@ -169,8 +172,10 @@ class Engine:
         try:
             self.faults.hit("flush")
         except BaseException as exc:  # the items still pending must not wait forever
-            err = as_error(exc, "flush")
+            err = failure(exc, "flush")
             self._fail_items(self._take_pending(len(self._pending)), err)
+            if err is exc:
+                raise
             raise err from exc
         while self._pending:
             self._dispatch(len(self._pending), in_flush=True)
@@ -210,7 +215,9 @@ class Engine:
         del pending
         self._stop_workers()  # each worker exits after the job it runs, if any
         if not idle:
-            log.warning("%s: %d inference request(s) still running after %.1fs; abandoned", self.name, self._busy, limit)
+            log.warning(
+                "%s: %d inference request(s) still running after %.1fs; abandoned", self.name, self._busy, limit
+            )
         else:
             for req in self._requests:
                 if req.thread is not None:
@@ -254,25 +261,29 @@ class Engine:
             self._free.append(req)
             self._cond.notify_all()
 
-    def _complete(self, item: Item, error: AvdnnError | None, result: Any = None) -> None:
+    def _complete(self, item: Item, error: BaseException | None, result: Any = None) -> None:
         """Record one finished inference under the lock; the first error of a task is kept."""
         with self._cond:
             self._record(item, error, result)
             self._cond.notify_all()
 
     @staticmethod
-    def _record(item: Item, error: AvdnnError | None, result: Any) -> None:
-        """One completion; the caller holds the lock."""
+    def _record(item: Item, error: BaseException | None, result: Any) -> None:
+        """One completion; the caller holds the lock. ``error`` not an avdnn error: a bug, kept raw."""
         task = item.task
         assert task is not None
         task.done += 1
-        if error is not None:
+        item.finished = True
+        if error is not None and not isinstance(error, AvdnnError):
+            if task.bug is None:
+                task.bug = error
+        elif error is not None:
             if task.error is None:
                 task.error = error.with_context(pts=getattr(task.payload, "pts", None))
         else:
             task.results[item.slot] = result
 
-    def _fail_items(self, items: Sequence[Item], err: AvdnnError) -> None:
+    def _fail_items(self, items: Sequence[Item], err: BaseException) -> None:
         for item in items:
             with self._cond:
                 if item.task is not None:
@@ -286,36 +297,46 @@ class Engine:
             batch, items = self._fill(req, items)
         except BaseException as exc:
             self._release(req)
-            err = as_error(exc, "pre-processing")
+            err = failure(exc, "pre-processing")
             for item in items:
-                self._complete(item, err)
+                if not item.finished:
+                    self._complete(item, err)
+            if err is exc:
+                raise
             raise err from exc
         if not items:
             self._release(req)
             return
         if not self.async_mode:
-            self._run(req, items, batch, batch_no)
+            bug = self._run(req, items, batch, batch_no)
+            if bug is not None:  # inline: a bug or a Ctrl-C reaches the caller as it was raised
+                raise bug
             return
         try:
             if self._faults_on:
                 self.faults.hit("worker_start", req.index, in_flush=in_flush)
             self._start(req, items, batch, batch_no)
-        except BaseException as exc:  # noqa: BLE001 - every item completes, then the caller hears it
+        except BaseException as exc:
             if isinstance(exc, AvdnnError):
-                err = exc
+                start_err: BaseException = exc
             elif isinstance(exc, (OSError, RuntimeError)):
-                err = worker_start_error(exc)
+                start_err = worker_start_error(exc)
             else:
-                err = as_error(exc, "starting inference")
+                start_err = failure(exc, "starting inference")
+            if not isinstance(start_err, AvdnnError):  # a bug: every item completes, then it goes up as raised
+                for item in items:
+                    self._complete(item, start_err)
+                self._release(req)
+                raise
             stopping = self._interrupted  # the backend refused because the run is being cancelled
             if not stopping:
-                log.error("%s: %s", self.name, err.message)
+                log.error("%s: %s", self.name, start_err.message)
             for item in items:
-                self._complete(item, err)
+                self._complete(item, start_err)
             self._release(req)
             if stopping:
                 raise self._exit() from exc
-            raise err from exc
+            raise start_err from exc
 
     def _fill(self, req: Request, items: list[Item]) -> tuple[np.ndarray, list[Item]]:
         """Pre-process items into the request buffer; an item whose fill fails fails alone."""
@@ -325,8 +346,11 @@ class Engine:
         for item in items:
             try:
                 item.fill(batch[len(kept)])
-            except BaseException as exc:  # noqa: BLE001 - stored on the task, reported by get_result
-                self._complete(item, as_error(exc, "pre-processing"))
+            except BaseException as exc:
+                err = as_error(exc, "pre-processing")
+                if err is None:  # a bug: _dispatch completes every item with it and raises it
+                    raise
+                self._complete(item, err)  # stored on the task, reported by get_result
                 continue
             kept.append(item)
         return (batch if len(kept) == len(items) else batch[: len(kept)]), kept
@@ -338,13 +362,19 @@ class Engine:
         fails is a worker that cannot start (seed 001), reported for the hand-off that needed it.
         """
         if self.start_async is not None:
-            self.start_async(batch, lambda outs, exc: self._finish(req, items, outs, exc, batch_no))
+
+            def done(outs: Sequence[np.ndarray] | None, exc: BaseException | None) -> None:
+                self._finish(req, items, outs, exc, batch_no)  # a bug is kept on its task, for get_result
+
+            self.start_async(batch, done)
             return
         if req.inbox is None:
             inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
             thread = threading.Thread(
-                target=_serve, args=(weakref.ref(self), req, inbox),
-                name=f"{self.name}-req{req.index}", daemon=True,
+                target=_serve,
+                args=(weakref.ref(self), req, inbox),
+                name=f"{self.name}-req{req.index}",
+                daemon=True,
             )
             thread.start()
             req.thread, req.inbox = thread, inbox
@@ -355,8 +385,12 @@ class Engine:
     def _stop_workers(self) -> None:
         _stop_workers(self._requests)
 
-    def _run(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> None:
-        """Run one request (inline or on its worker); never leaves an item incomplete."""
+    def _run(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> BaseException | None:
+        """Run one request (inline or on its worker); never leaves an item incomplete.
+
+        Returns the exception that is not an avdnn error (a bug, a KeyboardInterrupt), if any:
+        the inline caller raises it; on a worker it waits on its task for get_result.
+        """
         outputs: Sequence[np.ndarray] | None = None
         error: BaseException | None = None
         try:
@@ -365,17 +399,22 @@ class Engine:
             outputs = self.run_batch(batch)
         except BaseException as exc:  # noqa: BLE001 - stored on every task of the batch
             error = exc
-        self._finish(req, items, outputs, error, batch_no)
+        return self._finish(req, items, outputs, error, batch_no)
 
     def _finish(
-        self, req: Request, items: list[Item], outputs: Sequence[np.ndarray] | None,
-        error: BaseException | None, batch_no: int,
-    ) -> None:
+        self,
+        req: Request,
+        items: list[Item],
+        outputs: Sequence[np.ndarray] | None,
+        error: BaseException | None,
+        batch_no: int,
+    ) -> BaseException | None:
         """Completion callback: post-process each item, then record every completion and free
-        the request under one lock (one wake-up per batch, not per item)."""
-        done: list[tuple[Item, AvdnnError | None, Any]] = []
+        the request under one lock (one wake-up per batch, not per item). Returns the first
+        exception that is not an avdnn error (recorded on its task as its bug)."""
+        done: list[tuple[Item, BaseException | None, Any]] = []
         try:
-            err = as_error(error, "inference") if error is not None else _check_outputs(outputs, len(items))
+            err = failure(error, "inference") if error is not None else _check_outputs(outputs, len(items))
             if err is not None:
                 done = [(item, err, None) for item in items]
             else:
@@ -386,20 +425,21 @@ class Engine:
                         if self._faults_on:
                             self.faults.hit("post_process", item.task.index)  # type: ignore[union-attr]
                         result = item.post(list(outputs) if single else [o[k : k + 1] for o in outputs])
-                    except BaseException as exc:  # noqa: BLE001 - stored on the task
-                        done.append((item, as_error(exc, "post-processing"), None))
+                    except BaseException as exc:  # noqa: BLE001 - stored on the task (a bug: re-raised from it)
+                        done.append((item, failure(exc, "post-processing"), None))
                     else:
                         done.append((item, None, result))
         finally:
             if len(done) < len(items):  # an unexpected failure above: still complete the rest
                 late = ExternalError(f"{self.name}: request {req.index} ended before post-processing")
-                done += [(item, late, None) for item in items[len(done):]]
+                done += [(item, late, None) for item in items[len(done) :]]
             with self._cond:
                 for item, err_, result in done:
                     self._record(item, err_, result)
                 self._busy -= 1
                 self._free.append(req)
                 self._cond.notify_all()
+        return next((e for _, e, _ in done if e is not None and not isinstance(e, AvdnnError)), None)
 
 
 def _serve(engine_ref: weakref.ref[Engine], req: Request, inbox: queue.SimpleQueue[Any]) -> None:

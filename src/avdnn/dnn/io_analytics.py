@@ -25,9 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import IOFailureError, NotSupportedError
+from ..media import swscale
 from ..media.frame import Frame
 from ..media.pixfmt import lookup
-from .detect.letterbox import Letterbox, letterbox, stretch
+from .detect.letterbox import Letterbox, placement
 from .interface import DYNAMIC, DNNColorOrder, DNNDataType, DNNLayout, TensorInfo
 
 #: libswscale flag FFmpeg's detect/classify io_proc uses.
@@ -58,34 +59,34 @@ def input_spec(info: TensorInfo, frame_width: int, frame_height: int) -> InputSp
         IOFailureError: the tensor type cannot be fed, or its channel count is not 1 or 3.
     """
     if info.dtype is None:
-        raise IOFailureError(f"model input {info.describe()} has data type {info.type_name or '?'}; "
-                             f"detect/classify inputs must be float32 or uint8")
+        raise IOFailureError(
+            f"model input {info.describe()} has data type {info.type_name or '?'}; "
+            f"detect/classify inputs must be float32 or uint8"
+        )
     if len(info.dims) != 4:
         raise IOFailureError(f"model input {info.describe()} is not 4-D ([N,C,H,W] or [N,H,W,C])")
     width = info.width if info.width != DYNAMIC else frame_width
     height = info.height if info.height != DYNAMIC else frame_height
     channels = info.channels if info.channels != DYNAMIC else 3
     if channels not in (1, 3):
-        raise IOFailureError(f"model input {info.describe()} has {channels} channels; detect/classify feed 3 "
-                             f"(rgb/bgr) or 1 (gray)")
-    if channels == 1:
-        fmt = "gray"
-    else:
-        fmt = "bgr24" if info.order == DNNColorOrder.BGR else "rgb24"
+        raise IOFailureError(
+            f"model input {info.describe()} has {channels} channels; detect/classify feed 3 (rgb/bgr) or 1 (gray)"
+        )
+    fmt = "gray" if channels == 1 else "bgr24" if info.order == DNNColorOrder.BGR else "rgb24"
     nhwc = info.layout == DNNLayout.NHWC
     shape = (height, width, channels) if nhwc else (channels, height, width)
     scale, mean = float(info.scale), float(info.mean)
     if info.dtype == DNNDataType.UINT8 and not (scale in (0.0, 1.0) and mean == 0.0):
-        raise NotSupportedError(f"model input {info.describe()}: a uint8 tensor takes bytes as they are "
-                                f"(scale {scale:g} / mean {mean:g} is not supported)")
+        raise NotSupportedError(
+            f"model input {info.describe()}: a uint8 tensor takes bytes as they are "
+            f"(scale {scale:g} / mean {mean:g} is not supported)"
+        )
     return InputSpec(shape, info.dtype.numpy, width, height, channels, fmt, nhwc, scale, mean)
 
 
 def geometry(spec: InputSpec, frame_width: int, frame_height: int, use_letterbox: bool) -> Letterbox:
-    """Where the frame lands in the model input: FFmpeg's stretch, or a centred letterbox."""
-    if use_letterbox:
-        return letterbox(frame_width, frame_height, spec.width, spec.height)
-    return stretch(frame_width, frame_height, spec.width, spec.height)
+    """Where the frame lands in this model input (:func:`~avdnn.dnn.detect.letterbox.placement`)."""
+    return placement(frame_width, frame_height, spec.width, spec.height, use_letterbox=use_letterbox)
 
 
 def _swscale(frame: Frame, width: int, height: int, fmt: str) -> np.ndarray:
@@ -94,8 +95,15 @@ def _swscale(frame: Frame, width: int, height: int, fmt: str) -> np.ndarray:
     BT.601 both ways, as FFmpeg's io_proc (it never calls sws_setColorspaceDetails); PyAV
     would otherwise take the frame's own colorspace.
     """
-    out = frame.to_av().reformat(width=width, height=height, format=fmt, interpolation=INTERPOLATION,
-                                 src_colorspace="ITU601", dst_colorspace="ITU601")
+    out = swscale.reformat(
+        frame.to_av(),
+        width=width,
+        height=height,
+        format=fmt,
+        interpolation=INTERPOLATION,
+        src_colorspace="ITU601",
+        dst_colorspace="ITU601",
+    )
     arr = out.to_ndarray()
     return arr if arr.ndim == 3 else arr[..., None]
 
@@ -120,14 +128,18 @@ def detect_image(frame: Frame, spec: InputSpec, geom: Letterbox) -> np.ndarray:
         return _swscale(frame, spec.width, spec.height, spec.pix_fmt)
     inner = _swscale(frame, geom.resized_width, geom.resized_height, spec.pix_fmt)
     canvas = np.full((spec.height, spec.width, spec.channels), LETTERBOX_FILL, dtype=np.uint8)
-    canvas[geom.pad_top:geom.pad_top + geom.resized_height, geom.pad_left:geom.pad_left + geom.resized_width] = inner
+    canvas[geom.pad_top : geom.pad_top + geom.resized_height, geom.pad_left : geom.pad_left + geom.resized_width] = (
+        inner
+    )
     return canvas
 
 
 def detect_fill(frame: Frame, spec: InputSpec, geom: Letterbox) -> Callable[[np.ndarray], None]:
     """The engine's ``fill`` for one detect inference over ``frame``."""
+
     def fill(dst: np.ndarray) -> None:
         _store(detect_image(frame, spec, geom), dst, spec)
+
     return fill
 
 
@@ -150,11 +162,11 @@ def crop(frame: Frame, x: int, y: int, w: int, h: int) -> Frame:
     for pspec, plane in zip(spec.planes, frame.planes, strict=True):
         cx, cy = -((-x) >> pspec.log2_w), -((-y) >> pspec.log2_h)
         cw, ch = pspec.size(w, h)
-        part = plane[cy:cy + ch, cx:cx + cw]
+        part = plane[cy : cy + ch, cx : cx + cw]
         if part.shape[:2] != (ch, cw):
             pad = [(0, ch - part.shape[0]), (0, cw - part.shape[1])] + [(0, 0)] * (part.ndim - 2)
             if part.size == 0:
-                part = plane[min(cy, plane.shape[0] - 1):, min(cx, plane.shape[1] - 1):][:1, :1]
+                part = plane[min(cy, plane.shape[0] - 1) :, min(cx, plane.shape[1] - 1) :][:1, :1]
                 pad = [(0, ch - 1), (0, cw - 1)] + [(0, 0)] * (part.ndim - 2)
             part = np.pad(part, pad, mode="edge")
         planes.append(np.ascontiguousarray(part))
@@ -170,8 +182,19 @@ def classify_fill(frame: Frame, box: tuple[int, int, int, int], spec: InputSpec)
     def fill(dst: np.ndarray) -> None:
         region = crop(frame, x, y, w, h)
         _store(_swscale(region, spec.width, spec.height, spec.pix_fmt), dst, spec)
+
     return fill
 
 
-__all__ = ["INTERPOLATION", "LETTERBOX_FILL", "InputSpec", "classify_fill", "clip_box", "crop", "detect_fill",
-           "detect_image", "geometry", "input_spec"]
+__all__ = [
+    "INTERPOLATION",
+    "LETTERBOX_FILL",
+    "InputSpec",
+    "classify_fill",
+    "clip_box",
+    "crop",
+    "detect_fill",
+    "detect_image",
+    "geometry",
+    "input_spec",
+]

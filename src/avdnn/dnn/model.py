@@ -64,9 +64,14 @@ def load_model(
     """Load ``config.model`` with its backend (or ``backend``, e.g. a mock) for ``func_type``."""
     cls = backend if backend is not None else backend_class(config.backend)
     model_config = ModelConfig(
-        path=config.model, func_type=func_type, input_name=config.input,
-        output_names=config.outputs, device=config.device, device_id=config.device_id,
-        batch_size=config.batch_size, options=dict(config.backend_options),
+        path=config.model,
+        func_type=func_type,
+        input_name=config.input,
+        output_names=config.outputs,
+        device=config.device,
+        device_id=config.device_id,
+        batch_size=config.batch_size,
+        options=dict(config.backend_options),
         nireq=(config.nireq or auto_nireq()) if config.async_mode else 1,
     )
     keeper = active()
@@ -77,7 +82,8 @@ def load_model(
         else:
             loaded = cls.load(model_config)
     except AvdnnError as exc:
-        raise exc.with_context(file=config.model)
+        exc.with_context(file=config.model)
+        raise
     return DnnModel(loaded, config, func_type, name=name, faults=faults, release=release)
 
 
@@ -107,8 +113,13 @@ class DnnModel:
             async_mode = False
         start_async = backend_model.run_async if isinstance(backend_model, NativeAsync) else None
         self.engine = Engine(
-            backend_model.run, nireq=config.nireq, batch_size=config.batch_size,
-            async_mode=async_mode, start_async=start_async, name=name, faults=faults,
+            backend_model.run,
+            nireq=config.nireq,
+            batch_size=config.batch_size,
+            async_mode=async_mode,
+            start_async=start_async,
+            name=name,
+            faults=faults,
         )
         self._output_sizes: dict[tuple[int, int, int], tuple[int, int, int]] = {}
         self._closed = False

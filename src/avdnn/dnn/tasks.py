@@ -18,25 +18,35 @@ from typing import Any
 
 import numpy as np
 
+from .._util_cores import usable_cores
 from ..errors import AvdnnError, ExternalError, OutOfMemoryError, from_errno
 from .interface import DNNAsyncStatusType
 
 
 def auto_nireq() -> int:
-    """FFmpeg's ``nireq=0``: CPU count / 2 + 1."""
-    return (os.cpu_count() or 1) // 2 + 1
+    """FFmpeg's ``nireq=0``: CPU count / 2 + 1, counting the cores this process may use."""
+    return usable_cores() // 2 + 1
 
 
-def as_error(exc: BaseException, what: str) -> AvdnnError:
-    """Any exception from a backend or a post-processing step as an avdnn error."""
+def as_error(exc: BaseException, what: str) -> AvdnnError | None:
+    """The avdnn error a failed step reports as its task's failure; None when it is none of ours.
+
+    Backends translate their runtime's own exceptions at their seam, so what else arrives here
+    is a bug in avdnn or a KeyboardInterrupt: the engine hands those back to the caller as they
+    were raised (type and traceback), never as a failed frame.
+    """
     if isinstance(exc, AvdnnError):
         return exc
     if isinstance(exc, MemoryError):
-        err: AvdnnError = OutOfMemoryError(f"{what}: out of memory")
-    else:
-        err = ExternalError(f"{what}: {type(exc).__name__}: {exc}")
-    err.__cause__ = exc
-    return err
+        err = OutOfMemoryError(f"{what}: out of memory")
+        err.__cause__ = exc
+        return err
+    return None
+
+
+def failure(exc: BaseException, what: str) -> BaseException:
+    """What a task records for ``exc``: its avdnn error, or the exception itself (a bug)."""
+    return as_error(exc, what) or exc
 
 
 def worker_start_error(exc: BaseException) -> AvdnnError:
@@ -65,6 +75,8 @@ class Task:
     done: int = 0
     dispatched: int = 0
     error: AvdnnError | None = None
+    #: the first exception that is not an avdnn error (a bug, an interrupt): re-raised, not reported
+    bug: BaseException | None = None
     results: list[Any] = field(default_factory=list)
 
     @property
@@ -87,6 +99,8 @@ class Item:
     post: Callable[[list[np.ndarray]], Any]
     task: Task | None = None
     slot: int = 0
+    #: set when its completion is recorded (so an early exit completes only the others)
+    finished: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,7 +149,9 @@ class Request:
         self.buffer = None
         self._view_key = self._view = None
 
-    def input_view(self, n: int, shape: tuple[int, ...], dtype: np.dtype, capacity: int, stats: EngineStats) -> np.ndarray:
+    def input_view(
+        self, n: int, shape: tuple[int, ...], dtype: np.dtype, capacity: int, stats: EngineStats
+    ) -> np.ndarray:
         """A view of this request's buffer for ``n`` items; grows (never shrinks) when needed.
 
         The view of the last (n, shape, dtype) is kept, so a steady stream builds none.

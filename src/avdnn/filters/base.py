@@ -37,6 +37,14 @@ class Filter:
         self.failed: dict[str, int] = {}
 
     @classmethod
+    def joins(cls, key: str, value: str) -> bool:
+        """Whether option ``key`` set to ``value`` takes the next bare value (``model=zoo:NAME``)."""
+        try:
+            return value in cls.option(key).joins_bare
+        except KeyError:
+            return False
+
+    @classmethod
     def option(cls, name: str) -> Option:
         for opt in cls.options:
             if name == opt.name or name in opt.aliases:

@@ -2,8 +2,8 @@
 
 ``filter_type`` (derain/dehaze) is accepted and, as in FFmpeg, changes nothing: the model
 decides what it removes. The model must keep the frame size (AVERROR(EIO) otherwise).
-Deliberate differences: ``dnn_backend`` also accepts onnx (the default; FFmpeg allows
-tensorflow only) and failures keep their code.
+Deliberate differences: ``dnn_backend`` takes every backend (FFmpeg allows tensorflow only;
+unset, it follows the model file) and failures keep their code.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ class DerainFilter(DnnProcessingFilter):
     backend_mask: ClassVar[DNNBackendType] = DERAIN_BACKENDS
     pix_fmts: ClassVar[tuple[str, ...] | None] = ("rgb24",)
     options: ClassVar[tuple[Option, ...]] = (
-        Option("filter_type", "int", 0, 0, 1, help="filter type(derain/dehaze)",
-               consts={"derain": 0, "dehaze": 1}),
-        dnn_backend_option(DERAIN_BACKENDS, lo=0, hi=int(DNNBackendType.NATIVE)),
+        Option("filter_type", "int", 0, 0, 1, help="filter type(derain/dehaze)", consts={"derain": 0, "dehaze": 1}),
+        dnn_backend_option(DERAIN_BACKENDS, DNNBackendType.TF, bounded=True),
         *dnn_options(DERAIN_BACKENDS),
     )
 
     def setup(self, fmt: str, width: int, height: int) -> tuple[int, int]:
         out_w, out_h = super().setup(fmt, width, height)
         if (out_w, out_h) != (width, height):
-            raise IOFailureError(f"derain needs a model that keeps the frame size; this one turns "
-                                 f"{width}x{height} into {out_w}x{out_h}")
+            raise IOFailureError(
+                f"derain needs a model that keeps the frame size; this one turns {width}x{height} into {out_w}x{out_h}"
+            )
         return out_w, out_h

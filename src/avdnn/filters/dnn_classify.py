@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from ..dnn import io_analytics
 from ..dnn.detect import classify_top1
-from ..dnn.engine import Item
+from ..dnn import Item
 from ..dnn.interface import DNNBackendType, DNNFunctionType
 from ..errors import AvdnnError
 from ..media.detections import NUM_CLASSIFY, Detections

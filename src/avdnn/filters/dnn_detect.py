@@ -10,7 +10,7 @@ frame only, for a ``track`` filter to predict the others; docs/tracking.md).
 
 The output is the input frame itself with a :class:`~avdnn.media.detections.Detections`
 record whose source is the ``model`` value as given (FFmpeg's header source). Deliberate
-differences (docs/analytics.md): the default backend is onnx (FFmpeg: openvino); every avdnn
+differences (docs/analytics.md): an unset backend follows the model file (FFmpeg: openvino); every avdnn
 backend can detect; a frame with nothing detected carries an empty record (FFmpeg attaches no
 side data; showinfo prints the same for both); a frame that already has boxes passes unchanged
 with a warning once (FFmpeg logs an error per frame); a post-processing failure (bad output
@@ -24,9 +24,9 @@ import logging
 from typing import Any, ClassVar
 
 from ..dnn import io_analytics
-from ..dnn.backends import KNOWN_BACKENDS
+from ..dnn import KNOWN_BACKENDS
 from ..dnn.detect import DetectContext, get_model_type, list_model_types, parse, read_labels
-from ..dnn.engine import Item
+from ..dnn import Item
 from ..dnn.interface import DNNBackendType, DNNFunctionType
 from ..errors import AVERROR, AvdnnError, InvalidArgumentError
 from ..media.detections import SKIPPED_KEY, Detections

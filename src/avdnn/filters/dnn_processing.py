@@ -5,10 +5,11 @@ frame's order; gray8, grayf32 and the yuv/nv12 formats feed the luma plane, with
 copied (same size) or bicubic-resized (libswscale) to the output size. The output size comes
 from the model at configuration time (static output dims, else one trial inference), and a
 fixed model input size, a data type or a channel count that does not fit the frame is
-FFmpeg's AVERROR(EIO) with a message saying what to insert. Deliberate differences: the
-default ``dnn_backend`` is onnx; uint8 models are accepted for 8-bit formats; a frame whose
-size or format changes mid-stream is re-checked and processed (FFmpeg's CLI would
-reconfigure the graph); execution errors keep their code instead of becoming EIO.
+FFmpeg's AVERROR(EIO) with a message saying what to insert. Deliberate differences:
+``dnn_backend`` left unset follows the model file (:mod:`avdnn.filters.dnn_options`); uint8
+models are accepted for 8-bit formats; a frame whose size or format changes mid-stream is
+re-checked and processed (FFmpeg's CLI would reconfigure the graph); execution errors keep
+their code instead of becoming EIO.
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ class DnnProcessingFilter(DnnFilter):
     description: ClassVar[str] = "Apply DNN processing filter to the input."
     backend_mask: ClassVar[DNNBackendType] = ALL_BACKENDS
     pix_fmts: ClassVar[tuple[str, ...] | None] = DNN_PIX_FMTS
-    options: ClassVar[tuple[Option, ...]] = (dnn_backend_option(ALL_BACKENDS), *dnn_options(ALL_BACKENDS))
+    options: ClassVar[tuple[Option, ...]] = (
+        dnn_backend_option(ALL_BACKENDS, DNNBackendType.TF),
+        *dnn_options(ALL_BACKENDS),
+    )
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
         super().__init__(values, label=label)
@@ -54,7 +58,8 @@ class DnnProcessingFilter(DnnFilter):
             try:
                 size = self.setup(*key)
             except IOFailureError as exc:
-                raise exc.with_context(filter=self.label, file=self.config.model, pts=frame.pts)
+                exc.with_context(filter=self.label, file=self.config.model, pts=frame.pts)
+                raise
             self._geometry[key] = size
         return size
 
@@ -67,8 +72,9 @@ class DnnProcessingFilter(DnnFilter):
         assert self.model is not None
         info = self.model.get_input()
         if len(info.dims) != 4:
-            raise IOFailureError(f"model input {info.describe()} is not 4-D; a process-frame model takes "
-                                 f"[N,C,H,W] or [N,H,W,C]")
+            raise IOFailureError(
+                f"model input {info.describe()} is not 4-D; a process-frame model takes [N,C,H,W] or [N,H,W,C]"
+            )
         if (info.width != DYNAMIC and info.width != width) or (info.height != DYNAMIC and info.height != height):
             raise IOFailureError(
                 f"the model input {info.describe()} needs {info.width}x{info.height} frames, "
@@ -89,8 +95,9 @@ class DnnProcessingFilter(DnnFilter):
         io_proc.check_dtype(out, fmt, "output")
         channels, out_h, out_w = self.model.get_output(width, height, want)
         if channels != want:
-            raise IOFailureError(f"the model output {out.describe()} has {channels} channel(s); "
-                                 f"{fmt} frames need {want}")
+            raise IOFailureError(
+                f"the model output {out.describe()} has {channels} channel(s); {fmt} frames need {want}"
+            )
         return out_w, out_h
 
     # -- per frame ------------------------------------------------------------------------
@@ -110,8 +117,10 @@ class DnnProcessingFilter(DnnFilter):
         def post(outputs: list[Any]) -> Frame:
             main = io_proc.read_tensor(outputs[0], out_info, fmt)
             if main.shape[1] != out_w or main.shape[0] != out_h:
-                raise IOFailureError(f"the model gave {main.shape[1]}x{main.shape[0]} for a frame "
-                                     f"configured to {out_w}x{out_h}", pts=frame.pts)
+                raise IOFailureError(
+                    f"the model gave {main.shape[1]}x{main.shape[0]} for a frame configured to {out_w}x{out_h}",
+                    pts=frame.pts,
+                )
             return io_proc.output_frame(frame, main, chroma_from=source)
 
         return self.submit(frame, [self.model.frame_item(io_proc.model_plane(source), post)])

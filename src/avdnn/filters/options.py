@@ -9,20 +9,41 @@ with FFmpeg's wording and AVERROR(ERANGE).
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgumentError, OptionNotFoundError, OutOfRangeError
+from ..errors import InvalidArgumentError, OptionNotFoundError, OutOfRangeError, closest, did_you_mean
+
+__all__ = ["INT_MAX", "INT_MIN", "BoundOptions", "Option", "bind_options", "closest", "did_you_mean", "parse_number"]
 
 INT_MAX = 2**31 - 1
 INT_MIN = -(2**31)
 
-_SI = {"y": -24, "z": -21, "a": -18, "f": -15, "p": -12, "n": -9, "u": -6, "m": -3, "c": -2,
-       "d": -1, "h": 2, "k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18, "Z": 21, "Y": 24}
+_SI = {
+    "y": -24,
+    "z": -21,
+    "a": -18,
+    "f": -15,
+    "p": -12,
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "c": -2,
+    "d": -1,
+    "h": 2,
+    "k": 3,
+    "K": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+    "Z": 21,
+    "Y": 24,
+}
 _NUM = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?0[xX][0-9a-fA-F]+)([a-zA-Z]?)(i?)(B?)\s*$")
 _TRUE = {"true", "y", "yes", "enable", "enabled", "on"}
 _FALSE = {"false", "n", "no", "disable", "disabled", "off"}
@@ -51,7 +72,8 @@ class Option:
     ``type`` is one of ``int``, ``float``, ``bool``, ``string``, ``float_list``.
     ``consts`` are FFmpeg's named values (an int option with a unit); ``aliases`` are other
     names for the same option (``options`` for ``backend_configs``); ``group`` is the
-    AVClass it belongs to in FFmpeg (``dnn_base``, ``dnn_onnx``...) for ``-h``.
+    AVClass it belongs to in FFmpeg (``dnn_base``, ``dnn_onnx``...) for ``-h``;
+    ``joins_bare`` see :meth:`avdnn.filters.base.Filter.joins`.
     """
 
     name: str
@@ -64,6 +86,8 @@ class Option:
     aliases: tuple[str, ...] = ()
     group: str = ""
     deprecated: bool = False
+    #: values after which a bare ``:value`` belongs to this one (avdnn's ``model=zoo:NAME``)
+    joins_bare: tuple[str, ...] = ()
 
     def parse(self, text: str) -> Any:
         """The typed value of ``text``, or InvalidArgumentError/OutOfRangeError."""
@@ -102,7 +126,7 @@ class Option:
         if self.type == "bool":
             return -1 if value < 0 else bool(value)
         if self.type == "int":
-            return int(round(value))
+            return round(value)
         return float(value)
 
     def _parse_list(self, text: str) -> tuple[float, ...]:
@@ -118,8 +142,13 @@ class Option:
 
     def describe(self) -> str:
         """One ``-h`` line in ffmpeg's layout: name, type, help, default and range."""
-        kind = {"float": "<float>", "int": "<int>", "bool": "<boolean>", "string": "<string>",
-                "float_list": "<float>&..."}[self.type]
+        kind = {
+            "float": "<float>",
+            "int": "<int>",
+            "bool": "<boolean>",
+            "string": "<string>",
+            "float_list": "<float>&...",
+        }[self.type]
         extra = []
         if self.type in ("int", "float") and (self.min is not None or self.max is not None):
             extra.append(f"from {_g(self.min)} to {_g(self.max)}")
@@ -127,7 +156,7 @@ class Option:
             default = self.default
             if self.consts:
                 default = next((k for k, v in self.consts.items() if v == default), default)
-            extra.append(f'default {"true" if default is True else "false" if default is False else default}')
+            extra.append(f"default {'true' if default is True else 'false' if default is False else default}")
         text = f"  {self.name:<23} {kind:<11} {self.help}"
         if extra:
             text += f" ({' '.join(extra)})"
@@ -140,7 +169,7 @@ class Option:
 
 def _g(v: float | None) -> str:
     if v is None or v == -math.inf:
-        return "-inf" if v is not None else "-inf"
+        return "-inf"
     if v == math.inf:
         return "inf"
     if v == INT_MAX:
@@ -148,21 +177,6 @@ def _g(v: float | None) -> str:
     if v == INT_MIN:
         return "INT_MIN"
     return f"{v:g}"
-
-
-def closest(name: str, candidates: Iterable[str]) -> list[str]:
-    """Up to three candidates closest to ``name``, for "did you mean" messages.
-
-    Without repeats (a name may be both avdnn's and libavfilter's) and never ``name`` itself.
-    """
-    unique = [c for c in dict.fromkeys(candidates) if c != name]
-    return difflib.get_close_matches(name, unique, n=3, cutoff=0.5)
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """`` (did you mean 'a', 'b'?)`` or an empty string."""
-    near = closest(name, candidates)
-    return f" (did you mean {', '.join(repr(n) for n in near)}?)" if near else ""
 
 
 class BoundOptions(dict[str, Any]):
@@ -195,22 +209,25 @@ def bind_options(
     positional = iter(options)
     for key, text in items:
         if key is None:
-            opt = next(positional, None)
-            if opt is None:
+            nxt = next(positional, None)
+            if nxt is None:
                 raise InvalidArgumentError(
                     f"too many positional values: '{text}' has no option to go to", filter=filter_name
                 )
+            opt = nxt
         else:
             if key not in by_name:
                 raise OptionNotFoundError(
                     f"Option '{key}' not found{did_you_mean(key, [o.name for o in options])}",
-                    filter=filter_name, option=key,
+                    filter=filter_name,
+                    option=key,
                 )
             opt = by_name[key]
         try:
             values[opt.name] = opt.parse(text)
         except InvalidArgumentError as exc:
-            raise exc.with_context(filter=filter_name, option=opt.name)
+            exc.with_context(filter=filter_name, option=opt.name)
+            raise
         given.add(opt.name)
     values.given = frozenset(given)
     return values

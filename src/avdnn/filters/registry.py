@@ -68,5 +68,3 @@ def get_filter(name: str) -> type[Filter]:
         cls = getattr(importlib.import_module(f"avdnn.filters.{module}"), attr)
         _loaded[name] = cls
     return cls
-
-

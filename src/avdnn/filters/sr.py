@@ -5,7 +5,7 @@ a model that keeps the size (SRCNN) runs on the frame first upscaled ``scale_fac
 with bicubic libswscale, in place on its luma; a model that enlarges (ESPCN) gives the luma
 at its own output size and the chroma is bicubic-upscaled to match. Formats: yuv420p,
 yuv422p, yuv444p, yuv410p, yuv411p, gray8. Deliberate differences: ``dnn_backend`` also
-accepts onnx (the default; FFmpeg allows tensorflow only), failures keep their code, and a
+takes every backend (FFmpeg allows tensorflow only; unset, it follows the model file), failures keep their code, and a
 model with a 3-channel input (most pretrained SR models, e.g. waifu2x) upscales rgb24/bgr24
 frames whole, in the frame's channel order, instead of being refused.
 """
@@ -34,7 +34,7 @@ class SrFilter(DnnProcessingFilter):
     backend_mask: ClassVar[DNNBackendType] = SR_BACKENDS
     pix_fmts: ClassVar[tuple[str, ...] | None] = ("yuv420p", "yuv422p", "yuv444p", "yuv410p", "yuv411p", "gray")
     options: ClassVar[tuple[Option, ...]] = (
-        dnn_backend_option(SR_BACKENDS, lo=0, hi=int(DNNBackendType.NATIVE)),
+        dnn_backend_option(SR_BACKENDS, DNNBackendType.TF, bounded=True),
         Option("scale_factor", "int", 2, 2, 4, help="scale factor for SRCNN model"),
         *dnn_options(SR_BACKENDS),
     )
@@ -44,7 +44,7 @@ class SrFilter(DnnProcessingFilter):
         self._prescale: dict[tuple[str, int, int], bool] = {}
         super().__init__(values, label=label)
         if self.model is not None and self.model.get_input().channels == 3:
-            self.pix_fmts = RGB_FMTS  # an RGB model: negotiate packed RGB instead of luma
+            self.pix_fmts = RGB_FMTS  # type: ignore[misc]  # an RGB model: negotiate packed RGB instead of luma
 
     def setup(self, fmt: str, width: int, height: int) -> tuple[int, int]:
         self.check_input(fmt, width, height)
@@ -56,8 +56,9 @@ class SrFilter(DnnProcessingFilter):
         up_w, up_h = width * factor, height * factor
         self.check_input(fmt, up_w, up_h)
         if self.output_size(fmt, up_w, up_h) != (up_w, up_h):
-            raise IOFailureError(f"the model keeps {width}x{height} but not {up_w}x{up_h}; "
-                                 f"an SRCNN-style model must keep every size")
+            raise IOFailureError(
+                f"the model keeps {width}x{height} but not {up_w}x{up_h}; an SRCNN-style model must keep every size"
+            )
         self._prescale[(fmt, width, height)] = True
         return up_w, up_h
 

@@ -35,7 +35,7 @@ class Stage(Protocol):
 def make_filter(spec: FilterSpec) -> Filter:
     """Instantiate an avdnn filter from its parsed spec (options bound and checked)."""
     cls = get_filter(spec.name)
-    items = split_options(spec.args) if spec.args else []
+    items = split_options(spec.args, cls.joins) if spec.args else []
     values = bind_options(cls.options, items, filter_name=spec.label)
     try:
         return cls(values, label=spec.label)

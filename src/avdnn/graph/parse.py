@@ -14,6 +14,7 @@ produce them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from avdnn.errors import InvalidArgumentError, OptionNotFoundError
@@ -176,27 +177,29 @@ def _get_key(s: str, pos: int) -> tuple[str, int] | None:
     return key, pos + 1
 
 
-#: ``model=zoo:NAME`` names a model of avdnn's zoo (see split_options).
-ZOO_PREFIX = "zoo"
+#: Whether ``(key, value)`` takes the bare value after it as ``value:bare`` (the filter's say).
+Joins = Callable[[str, str], bool]
 
 
-def split_options(args: str) -> list[tuple[str | None, str]]:
+def split_options(args: str, joins: Joins | None = None) -> list[tuple[str | None, str]]:
     """Split one filter's args (level 2) into ``(key or None, value)`` pairs.
 
     As ff_filter_opt_parse() with av_opt_get_key_value(args, "=", ":",
     AV_OPT_FLAG_IMPLICIT_KEY): positional values first, then ``key=value``; a
-    positional value after a key raises "No option name near '...'".
+    positional value after a key raises "No option name near '...'". The one exception is
+    the filter's: where ``joins(key, value)`` is true (avdnn's ``model=zoo:NAME``, declared by
+    the option), the bare value is joined to the value before it. FFmpeg refuses every such
+    string, so no valid FFmpeg string changes meaning.
     """
     _check_nul(args, "filter arguments")
     out: list[tuple[str | None, str]] = []
     pos, n, keyed = 0, len(args), False
     while pos < n:
         got = _get_key(args, pos)
-        if got is None and out and out[-1][0] is not None and out[-1][1] == ZOO_PREFIX:
-            # avdnn's one extension: model=zoo:NAME. FFmpeg rejects any positional value after
-            # a key, so joining "zoo" with the next bare value changes no valid FFmpeg string.
+        last_key = out[-1][0] if out else None
+        if got is None and last_key is not None and joins is not None and joins(last_key, out[-1][1]):
             name, pos = _get_token(args, pos, _OPT_TERMS)
-            out[-1] = (out[-1][0], f"{ZOO_PREFIX}:{name}")
+            out[-1] = (last_key, f"{out[-1][1]}:{name}")
             if pos < n:
                 pos += 1
             continue

@@ -79,7 +79,16 @@ ALIASES: dict[str, str] = {"gray8": "gray", "grayf32": "grayf32le", "gray16": "g
 
 #: The formats FFmpeg's DNN filters accept (dnn_processing without cuda).
 DNN_PIX_FMTS: tuple[str, ...] = (
-    "rgb24", "bgr24", "gray", "grayf32le", "yuv420p", "yuv422p", "yuv444p", "yuv410p", "yuv411p", "nv12",
+    "rgb24",
+    "bgr24",
+    "gray",
+    "grayf32le",
+    "yuv420p",
+    "yuv422p",
+    "yuv444p",
+    "yuv410p",
+    "yuv411p",
+    "nv12",
 )
 
 

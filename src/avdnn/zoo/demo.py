@@ -23,13 +23,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-FACES_CHAIN = ("dnn_processing=model=zoo:waifu2x_upconv7,"
-               "dnn_detect=model=zoo:blazeface,"
-               "dnn_classify=model=zoo:fer,"
-               "metadata_jsonl=file={out}/faces.jsonl,"
-               "format=yuv420p,"
-               "drawbox=box_source=side_data_detection_bboxes:color=lime:thickness=3,"
-               "drawtext=text_source=side_data_detection_bboxes:fontcolor=white:fontsize=16:box=1:boxcolor=black@0.6")
+FACES_CHAIN = (
+    "dnn_processing=model=zoo:waifu2x_upconv7,"
+    "dnn_detect=model=zoo:blazeface,"
+    "dnn_classify=model=zoo:fer,"
+    "metadata_jsonl=file={out}/faces.jsonl,"
+    "format=yuv420p,"
+    "drawbox=box_source=side_data_detection_bboxes:color=lime:thickness=3,"
+    "drawtext=text_source=side_data_detection_bboxes:fontcolor=white:fontsize=16:box=1:boxcolor=black@0.6"
+)
 STYLE_CHAIN = "scale=640:360,dnn_processing=model=zoo:multistyle26?style=19,format=yuv420p"
 
 
@@ -46,8 +48,21 @@ class Job:
         from . import sample
 
         limit = ["-frames:v", str(frames)] if frames else []
-        return ["-hide_banner", "-nostats", "-y", "-i", sample(self.clip), "-vf", self.chain.format(out=out),
-                *limit, "-c:v", "libx264", "-preset", "veryfast", os.path.join(out, self.output)]
+        return [
+            "-hide_banner",
+            "-nostats",
+            "-y",
+            "-i",
+            sample(self.clip),
+            "-vf",
+            self.chain.format(out=out),
+            *limit,
+            "-c:v",
+            "libx264",
+            "-preset",
+            "veryfast",
+            os.path.join(out, self.output),
+        ]
 
 
 JOBS: tuple[Job, ...] = (
@@ -94,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--frames" in args:
         i = args.index("--frames")
         frames = int(args[i + 1])
-        del args[i:i + 2]
+        del args[i : i + 2]
     out = args[0] if args else "out"
     counts = run(out, frames)
     print("\nwrote:")

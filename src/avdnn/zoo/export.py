@@ -36,8 +36,9 @@ def cache_dir() -> Path:
 def target(spec: ModelSpec, backend: str) -> Path:
     """The cache path of ``spec`` converted for ``backend`` (named by package version)."""
     if backend not in SUFFIXES:
-        raise NotSupportedError(f"zoo:{spec.name} can be exported for {', '.join(SUFFIXES)}, not {backend}",
-                                option="dnn_backend")
+        raise NotSupportedError(
+            f"zoo:{spec.name} can be exported for {', '.join(SUFFIXES)}, not {backend}", option="dnn_backend"
+        )
     return cache_dir() / f"{spec.name}-{spec.package.version}{SUFFIXES[backend]}"
 
 
@@ -52,7 +53,8 @@ def exported(spec: ModelSpec, source: str, backend: str) -> str:
         raise BackendUnavailableError(
             f"zoo:{spec.name} ships a PyTorch state_dict; avdnn converts it once to {path} and needs torch "
             f"for that: pip install torch==2.13.0 (or place a {SUFFIXES[backend]} exported elsewhere there; "
-            f"AVDNN_CACHE moves the folder)") from exc
+            f"AVDNN_CACHE moves the folder)"
+        ) from exc
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -76,8 +78,15 @@ def _mobilenet_v2(source: str, backend: str, out: str) -> None:
     with warnings.catch_warnings():  # the TorchScript-based ONNX exporter is deprecated in torch 2.13
         warnings.simplefilter("ignore")
         if backend == "onnx":
-            torch.onnx.export(net, (example,), out, input_names=["image"], output_names=["prob"],
-                              dynamic_axes={"image": {0: "n"}, "prob": {0: "n"}}, dynamo=False)
+            torch.onnx.export(
+                net,
+                (example,),
+                out,
+                input_names=["image"],
+                output_names=["prob"],
+                dynamic_axes={"image": {0: "n"}, "prob": {0: "n"}},
+                dynamo=False,
+            )
         else:
             batch = torch.export.Dim("n", min=1, max=1024)
             program = torch.export.export(net, (torch.zeros(2, 3, 224, 224),), dynamic_shapes=({0: batch},))

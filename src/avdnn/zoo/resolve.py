@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, NotFoundError
+from ..errors import InvalidArgumentError, NotFoundError, did_you_mean
 from .export import exported
 from .labels import avdnn_data_file
 from .spec import ModelSpec
@@ -33,6 +33,9 @@ from .table import BY_NAME
 log = logging.getLogger("avdnn.zoo")
 
 PREFIXES = ("zoo:", "zoo/")
+#: ``model=zoo:NAME`` unescaped in a filter string: the ``model`` option takes the bare ``NAME``
+#: after the value ``zoo`` (FFmpeg refuses a bare value after a key, so nothing valid changes)
+COLON_FORM = "zoo"
 
 
 @dataclass(frozen=True)
@@ -52,16 +55,17 @@ def get_spec(name: str) -> ModelSpec:
     """The zoo entry ``name``; InvalidArgumentError naming the entries (and the closest) otherwise."""
     spec = BY_NAME.get(name)
     if spec is None:
-        from ..filters.options import did_you_mean
-
-        raise InvalidArgumentError(f"zoo has no model '{name}'{did_you_mean(name, BY_NAME)}; "
-                                   f"models: {', '.join(BY_NAME)} (avdnn models lists them)", option="model")
+        raise InvalidArgumentError(
+            f"zoo has no model '{name}'{did_you_mean(name, BY_NAME)}; "
+            f"models: {', '.join(BY_NAME)} (avdnn models lists them)",
+            option="model",
+        )
     return spec
 
 
 def parse_ref(text: str) -> ZooRef:
     """``zoo:NAME?k=v&k2=v2`` -> the entry and its params (defaults filled, unknown keys refused)."""
-    body = text[len("zoo:"):]
+    body = text[len("zoo:") :]
     name, _, query = body.partition("?")
     spec = get_spec(name.strip())
     params = dict(spec.params)
@@ -69,8 +73,9 @@ def parse_ref(text: str) -> ZooRef:
         key, sep, value = pair.partition("=")
         if not sep or key not in spec.params:
             allowed = ", ".join(spec.params) or "none"
-            raise InvalidArgumentError(f"zoo:{spec.name}: '{pair}' is not a choice of this model "
-                                       f"(choices: {allowed})", option="model")
+            raise InvalidArgumentError(
+                f"zoo:{spec.name}: '{pair}' is not a choice of this model (choices: {allowed})", option="model"
+            )
         params[key] = value
     return ZooRef(spec, text, params)
 
@@ -84,8 +89,9 @@ def model_file(spec: ModelSpec, backend: str) -> str:
     """
     source = spec.source_file()
     if source is None:
-        raise NotFoundError(f"zoo:{spec.name} needs the {spec.package.dist} package: {spec.package.pip}",
-                            option="model")
+        raise NotFoundError(
+            f"zoo:{spec.name} needs the {spec.package.dist} package: {spec.package.pip}", option="model"
+        )
     if spec.export:
         return exported(spec, source, backend)
     return source
@@ -96,7 +102,7 @@ def labels_of(spec: ModelSpec) -> str | tuple[str, ...] | None:
     if spec.labels is None or isinstance(spec.labels, tuple):
         return spec.labels
     if spec.labels.startswith("avdnn:"):
-        return avdnn_data_file(spec.labels[len("avdnn:"):])
+        return avdnn_data_file(spec.labels[len("avdnn:") :])
     path = spec.package.file(spec.labels)
     if path is None:
         raise NotFoundError(f"zoo:{spec.name}: labels {spec.labels} missing; {spec.package.pip}", option="labels")
@@ -111,8 +117,9 @@ def style_weights(text: str) -> str:
     except ValueError:
         picks = []
     if not picks or any(not 0 <= p < 26 for p in picks):
-        raise InvalidArgumentError(f"zoo:multistyle26: style '{text}' must be 0..25 or a blend like 3+12",
-                                   option="model")
+        raise InvalidArgumentError(
+            f"zoo:multistyle26: style '{text}' must be 0..25 or a blend like 3+12", option="model"
+        )
     for p in picks:
         weights[p] += 1.0 / len(picks)
     return "style_weights=" + "|".join(f"{w:g}" for w in weights)
@@ -126,8 +133,9 @@ def param_options(ref: ZooRef) -> dict[str, str]:
     return out
 
 
-def apply(values: dict[str, Any], options: Sequence[Any], *, filter_name: str,
-          backend_name: Any = None) -> tuple[dict[str, Any], ZooRef | None]:
+def apply(
+    values: dict[str, Any], options: Sequence[Any], *, filter_name: str, backend_name: Any = None
+) -> tuple[dict[str, Any], ZooRef | None]:
     """The filter's bound option values with a zoo reference in ``model`` resolved.
 
     ``options`` are the filter's option rows (:class:`avdnn.filters.options.Option`): the zoo's
@@ -135,13 +143,14 @@ def apply(values: dict[str, Any], options: Sequence[Any], *, filter_name: str,
     ``dnn_backend`` value to a backend name. Values that are not a zoo reference pass as they are.
     """
     text = values.get("model")
-    if not is_zoo_ref(text):
+    if not isinstance(text, str) or not is_zoo_ref(text):
         return values, None
     ref = parse_ref(text)
     spec = ref.spec
     if filter_name not in spec.filters:
-        raise InvalidArgumentError(f"zoo:{spec.name} is a {spec.task} model for {', '.join(spec.filters)}, "
-                                   f"not {filter_name}", option="model")
+        raise InvalidArgumentError(
+            f"zoo:{spec.name} is a {spec.task} model for {', '.join(spec.filters)}, not {filter_name}", option="model"
+        )
     rows = {o.name: o for o in options}
     out = dict(values)
     # options the user gave win; without that record (a plain dict), a default value counts as unset
@@ -161,5 +170,16 @@ def apply(values: dict[str, Any], options: Sequence[Any], *, filter_name: str,
     return out, ref
 
 
-__all__ = ["PREFIXES", "ZooRef", "apply", "get_spec", "is_zoo_ref", "labels_of", "model_file", "param_options",
-           "parse_ref", "style_weights"]
+__all__ = [
+    "COLON_FORM",
+    "PREFIXES",
+    "ZooRef",
+    "apply",
+    "get_spec",
+    "is_zoo_ref",
+    "labels_of",
+    "model_file",
+    "param_options",
+    "parse_ref",
+    "style_weights",
+]

@@ -40,7 +40,7 @@ class Package:
             return None
         if spec is None or not spec.submodule_search_locations:
             return None
-        return list(spec.submodule_search_locations)[0]
+        return next(iter(spec.submodule_search_locations))
 
     def file(self, relpath: str) -> str | None:
         """The absolute path of ``relpath`` inside the installed package, None when absent."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,23 +36,79 @@ class BackendSpec:
     requires: str
     option_group: str = ""
     aliases: tuple[str, ...] = ()
+    #: model file endings this backend loads when ``dnn_backend`` is not given (``/`` = a folder)
+    suffixes: tuple[str, ...] = ()
 
 
 #: name -> spec. FFmpeg's names: tensorflow (1), openvino (2), torch (4), onnx (8).
 KNOWN_BACKENDS: dict[str, BackendSpec] = {
     spec.name: spec
     for spec in (
-        BackendSpec("onnx", DNNBackendType.ONNX, "onnxruntime", "OnnxRuntimeBackend", "onnxruntime",
-                    "onnxruntime", "dnn_onnx", aliases=("onnxruntime",)),
-        BackendSpec("openvino", DNNBackendType.OV, "openvino", "OpenVINOBackend", "openvino", "openvino",
-                    "dnn_openvino", aliases=("ov",)),
-        BackendSpec("torch", DNNBackendType.TH, "torch", "TorchBackend", "torch", "torch", "dnn_th",
-                    aliases=("pytorch", "libtorch")),
-        BackendSpec("tensorflow", DNNBackendType.TF, "tensorflow", "TensorFlowBackend", "tensorflow",
-                    "tensorflow", "dnn_tensorflow", aliases=("tf",)),
-        BackendSpec("tflite", DNNBackendType.TFLITE, "tflite", "TFLiteBackend", "tflite", "ai_edge_litert",
-                    "dnn_tflite", aliases=("litert",)),
-        BackendSpec("native", DNNBackendType.NATIVE, "native", "NativeBackend", "native", "numpy", "dnn_native"),
+        BackendSpec(
+            "onnx",
+            DNNBackendType.ONNX,
+            "onnxruntime",
+            "OnnxRuntimeBackend",
+            "onnxruntime",
+            "onnxruntime",
+            "dnn_onnx",
+            aliases=("onnxruntime",),
+            suffixes=(".onnx",),
+        ),
+        BackendSpec(
+            "openvino",
+            DNNBackendType.OV,
+            "openvino",
+            "OpenVINOBackend",
+            "openvino",
+            "openvino",
+            "dnn_openvino",
+            aliases=("ov",),
+            suffixes=(".xml",),
+        ),
+        BackendSpec(
+            "torch",
+            DNNBackendType.TH,
+            "torch",
+            "TorchBackend",
+            "torch",
+            "torch",
+            "dnn_th",
+            aliases=("pytorch", "libtorch"),
+            suffixes=(".pt", ".pt2"),
+        ),
+        BackendSpec(
+            "tensorflow",
+            DNNBackendType.TF,
+            "tensorflow",
+            "TensorFlowBackend",
+            "tensorflow",
+            "tensorflow",
+            "dnn_tensorflow",
+            aliases=("tf",),
+            suffixes=(".pb", "/"),
+        ),
+        BackendSpec(
+            "tflite",
+            DNNBackendType.TFLITE,
+            "tflite",
+            "TFLiteBackend",
+            "tflite",
+            "ai_edge_litert",
+            "dnn_tflite",
+            aliases=("litert",),
+            suffixes=(".tflite",),
+        ),
+        BackendSpec(
+            "native",
+            DNNBackendType.NATIVE,
+            "native",
+            "NativeBackend",
+            "native",
+            "numpy",
+            "dnn_native",
+            suffixes=(".model",),
+        ),
     )
 }
 
@@ -66,18 +124,48 @@ FFMPEG_BACKEND_NAMES: dict[str, DNNBackendType] = {
 }
 
 _loaded: dict[str, type[Any]] = {}
+#: called after the table changes (the filters rebuild their dnn_backend and backend option rows)
+_listeners: list[Callable[[], None]] = []
+
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call ``listener`` after every register/unregister (the layer above subscribes; no import up)."""
+    _listeners.append(listener)
+
+
+def _changed() -> None:
+    for listener in _listeners:
+        listener()
 
 
 def register_backend(spec: BackendSpec) -> None:
-    """Add a backend row (plugins, tests); a name or flag may be registered once."""
+    """Add a backend row (plugins, tests); a name or flag may be registered once.
+
+    The filters' ``dnn_backend`` constants, their backend option groups and ``-h`` follow at once.
+    """
     if spec.name in KNOWN_BACKENDS or any(s.flag == spec.flag for s in KNOWN_BACKENDS.values()):
         raise InvalidArgumentError(f"DNN backend '{spec.name}' ({int(spec.flag)}) is already registered")
     KNOWN_BACKENDS[spec.name] = spec
+    _changed()
 
 
 def unregister_backend(name: str) -> None:
     KNOWN_BACKENDS.pop(name, None)
     _loaded.pop(name, None)
+    _changed()
+
+
+def backend_for_path(path: str) -> BackendSpec | None:
+    """The backend a model file calls for by its name (FFmpeg's lines name no dnn_backend for a .pb).
+
+    A folder is a SavedModel (the row whose suffixes hold ``/``); None when no row claims the name.
+    """
+    folder = os.path.isdir(path)
+    low = path.lower().rstrip("/")
+    for spec in KNOWN_BACKENDS.values():
+        if any(s == "/" if folder else (s != "/" and low.endswith(s)) for s in spec.suffixes):
+            return spec
+    return None
 
 
 def list_backends() -> list[str]:
@@ -115,7 +203,8 @@ def backend_class(name_or_flag: str | int, *, check_runtime: bool = True) -> typ
         )
     cls = _loaded.get(spec.name)
     if cls is None:
-        module = importlib.import_module(spec.module if "." in spec.module else f"{__name__}.{spec.module}")
+        own = f"{__name__}.{spec.module}"  # avdnn's rows name a module of this package, plugins any module
+        module = importlib.import_module(own if importlib.util.find_spec(own) is not None else spec.module)
         cls = getattr(module, spec.cls)
         _loaded[spec.name] = cls
-    return cls  # type: ignore[return-value]
+    return cls

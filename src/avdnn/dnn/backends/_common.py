@@ -17,37 +17,60 @@ import numpy as np
 
 from ...errors import (
     AvdnnError,
-    ExternalError,
     InvalidArgumentError,
     NotFoundError,
-    NotSupportedError,
     OutOfMemoryError,
 )
-from ..interface import DYNAMIC, DNNDataType, DNNFunctionType, DNNLayout, DoneCallback, ModelConfig
+from ..interface import DYNAMIC, BackendOption, DNNDataType, DNNLayout, DoneCallback, ModelConfig
 
-ErrorTable = Sequence[tuple[type[BaseException], type[AvdnnError]]]
+#: One row: a runtime's own exception type, avdnn's error for it and, for built-in types the
+#: runtime shares with everyone (ValueError, RuntimeError), the package whose code must have
+#: raised it (a ValueError from avdnn's own code is a bug, never the runtime's EINVAL).
+ErrorRow = tuple[type[BaseException], type[AvdnnError]] | tuple[type[BaseException], type[AvdnnError], str]
+ErrorTable = Sequence[ErrorRow]
 T = TypeVar("T")
 
 
+def _no_table() -> ErrorTable:
+    return ()
+
+
 @contextmanager
-def map_errors(what: str, model: str, table: Callable[[], ErrorTable] = lambda: ()) -> Iterator[None]:
-    """Translate a runtime's exceptions into avdnn's tree, most specific first, ``from exc``.
+def map_errors(what: str, model: str, table: Callable[[], ErrorTable] = _no_table) -> Iterator[None]:
+    """Translate a runtime's own exceptions into avdnn's tree, most specific first, ``from exc``.
 
     ``table()`` is called only when an exception arrives, so the runtime's exception types
-    are imported only then. Unknown exceptions become :class:`ExternalError`; the runtime's
-    own message is kept inside ours.
+    are imported only then. Anything the table does not name (a bug in avdnn, a
+    KeyboardInterrupt) passes through untouched, with its type and traceback.
     """
     try:
         yield
     except AvdnnError:
         raise
     except Exception as exc:
-        text = f"{what}: {_first_lines(exc)}"
-        rows: list[tuple[type[BaseException], type[AvdnnError]]] = [*table(), (MemoryError, OutOfMemoryError)]
-        for foreign, ours in rows:
-            if isinstance(exc, foreign):
-                raise ours(text, file=model) from exc
-        raise ExternalError(text, file=model) from exc
+        ours = mapped(exc, (*table(), (MemoryError, OutOfMemoryError)))
+        if ours is None:
+            raise
+        raise ours(f"{what}: {_first_lines(exc)}", file=model) from exc
+
+
+def mapped(exc: BaseException, table: ErrorTable) -> type[AvdnnError] | None:
+    """The avdnn class of the first row ``exc`` matches (type, and origin where the row names one)."""
+    for row in table:
+        if isinstance(exc, row[0]) and (len(row) == 2 or raised_in(exc, row[2])):
+            return row[1]
+    return None
+
+
+def raised_in(exc: BaseException, package: str) -> bool:
+    """Whether the innermost Python frame of ``exc``'s traceback belongs to ``package``."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    name = str(tb.tb_frame.f_globals.get("__name__", ""))
+    return name == package or name.startswith(package + ".")
 
 
 def _first_lines(exc: BaseException, limit: int = 600) -> str:
@@ -55,16 +78,53 @@ def _first_lines(exc: BaseException, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+#: OpenVINO's ``scale``/``mean`` options (FFmpeg's dnn_openvino), also the tflite backend's
+SCALE_MEAN_OPTIONS = (
+    BackendOption(
+        "scale",
+        "float",
+        0.0,
+        -(2**31),
+        2**31 - 1,
+        "Add scale preprocess operation. Divide each element of input by specified value.",
+    ),
+    BackendOption(
+        "mean",
+        "float",
+        0.0,
+        -(2**31),
+        2**31 - 1,
+        "Add mean preprocess operation. Subtract specified value from each element of input.",
+    ),
+)
+
+_stderr_lock = threading.Lock()
+
+
+@contextmanager
+def quiet_stderr(active: bool) -> Iterator[None]:
+    """Silence file descriptor 2 while a runtime's C++ code prints what no Python option turns off
+    (LiteRT's "Created TensorFlow Lite XNNPACK delegate"); a no-op when ``active`` is False."""
+    if not active:
+        yield
+        return
+    with _stderr_lock:
+        saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 2)
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(devnull)
+
+
 def check_model_file(path: str, *, directory_ok: bool = False) -> None:
     """FFmpeg's load failure for a missing model, as AVERROR(ENOENT) before any runtime runs."""
     if os.path.isfile(path) or (directory_ok and os.path.isdir(path)):
         return
     raise NotFoundError(f"model '{path}': No such file or directory", file=path)
-
-
-def check_func_type(backend: str, config: ModelConfig, allowed: Iterable[DNNFunctionType]) -> None:
-    if config.func_type not in set(allowed):
-        raise NotSupportedError(f"the {backend} backend cannot load {config.func_type.name} models")
 
 
 def dims_of(shape: Iterable[Any]) -> tuple[int, ...]:
@@ -111,8 +171,13 @@ def strip_port(name: str) -> str:
     return base if sep and port.isdigit() else name
 
 
-def pick(kind: str, wanted: str, available: Sequence[str], config: ModelConfig,
-         match: Callable[[str, str], bool] | None = None) -> int:
+def pick(
+    kind: str,
+    wanted: str,
+    available: Sequence[str],
+    config: ModelConfig,
+    match: Callable[[str, str], bool] | None = None,
+) -> int:
     """Index of the tensor named ``wanted``; InvalidArgumentError listing the real names."""
     same = match or (lambda a, b: a == b or strip_port(a) == strip_port(b))
     for i, name in enumerate(available):
@@ -120,7 +185,8 @@ def pick(kind: str, wanted: str, available: Sequence[str], config: ModelConfig,
             return i
     raise InvalidArgumentError(
         f"{kind} '{wanted}' is not in the model ({kind}s: {', '.join(available) or 'none'})",
-        option="input" if kind == "input" else "output", file=config.path,
+        option="input" if kind == "input" else "output",
+        file=config.path,
     )
 
 
@@ -129,8 +195,9 @@ def warn_ignored_names(log: logging.Logger, backend: str, config: ModelConfig) -
     if config.input_name:
         log.warning("%s backend does not need the input name; '%s' is ignored", backend, config.input_name)
     if config.output_names:
-        log.warning("%s backend does not need the output names; '%s' is ignored", backend,
-                    "&".join(config.output_names))
+        log.warning(
+            "%s backend does not need the output names; '%s' is ignored", backend, "&".join(config.output_names)
+        )
 
 
 class Pool(Generic[T]):

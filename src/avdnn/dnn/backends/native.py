@@ -83,7 +83,7 @@ class NativeBackend:
 
 
 def _info(name: str, dims: Any) -> TensorInfo:
-    n, h, w, c = (int(d) for d in dims)
+    _, h, w, c = (int(d) for d in dims)
     # the core runs any N (each image on its own), so the batch axis is open
     shape = (DYNAMIC, h if h > 0 else DYNAMIC, w if w > 0 else DYNAMIC, c if c > 0 else DYNAMIC)
     return TensorInfo(name, shape, DNNDataType.FLOAT, "float32", DNNLayout.NHWC, DNNColorOrder.RGB)

@@ -15,23 +15,12 @@ session options. onnxruntime is imported only when a model is loaded.
 from __future__ import annotations
 
 import logging
-import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import (
-    AvdnnError,
-    ExternalError,
-    InvalidArgumentError,
-    InvalidDataError,
-    NotFoundError,
-    NotSupportedError,
-    OutOfMemoryError,
-)
+from ...errors import ExternalError, InvalidArgumentError, InvalidDataError, NotFoundError, NotSupportedError
 from ..interface import (
     ALL_FUNCTION_TYPES,
     DYNAMIC,
@@ -40,11 +29,12 @@ from ..interface import (
     DNNColorOrder,
     DNNDataType,
     DNNFunctionType,
-    DNNLayout,
     ModelConfig,
     ModelIO,
     TensorInfo,
+    default_threads,
 )
+from ._common import ErrorTable, check_model_file, dims_of, guess_layout, map_errors, pick, split_batch, tensor_scale
 
 log = logging.getLogger("avdnn.dnn.onnx")
 
@@ -58,45 +48,46 @@ _TYPES = {"tensor(float)": DNNDataType.FLOAT, "tensor(uint8)": DNNDataType.UINT8
 _OPT_LEVELS = {"disable": 0, "basic": 1, "extended": 2, "all": 99}
 
 
-@contextmanager
-def map_ort_errors(what: str, model: str) -> Iterator[None]:
-    """Translate onnxruntime's exceptions into avdnn's tree, most specific first."""
-    try:
-        yield
-    except AvdnnError:
-        raise
-    except Exception as exc:
-        from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
+def _table() -> ErrorTable:
+    """onnxruntime's own exception types (its status codes), most specific first."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as st
 
-        text = f"{what}: {str(exc).strip()}"
-        table: list[tuple[type[BaseException], type[AvdnnError]]] = [
-            (ort_state.NoSuchFile, NotFoundError),
-            (ort_state.InvalidProtobuf, InvalidDataError),
-            (ort_state.InvalidGraph, InvalidDataError),
-            (ort_state.InvalidArgument, InvalidArgumentError),
-            (ort_state.NotImplemented, NotSupportedError),
-            (MemoryError, OutOfMemoryError),
-        ]
-        for foreign, ours in table:
-            if isinstance(exc, foreign):
-                raise ours(text, file=model) from exc
-        raise ExternalError(text, file=model) from exc
+    return [
+        (st.NoSuchFile, NotFoundError),
+        (st.InvalidProtobuf, InvalidDataError),
+        (st.InvalidGraph, InvalidDataError),
+        (st.InvalidArgument, InvalidArgumentError),
+        (st.NotImplemented, NotSupportedError),
+        *(
+            (t, ExternalError)
+            for t in (
+                st.Fail,
+                st.RuntimeException,
+                st.EPFail,
+                st.EngineError,
+                st.NoModel,
+                st.ModelLoaded,
+                st.NotFound,
+                st.DeviceReset,
+            )
+        ),
+    ]
 
 
 def _dims(shape: Any) -> tuple[int, ...]:
-    return tuple(d if isinstance(d, int) and d > 0 else DYNAMIC for d in (shape or ()))
+    return dims_of(shape or ())
 
 
-def _layout(dims: tuple[int, ...]) -> DNNLayout:
-    """NCHW unless the tensor plainly is NHWC: last dim 1/3 and dim 1 neither 1 nor 3."""
-    if len(dims) == 4 and dims[3] in (1, 3) and dims[1] not in (1, 3):
-        return DNNLayout.NHWC
-    return DNNLayout.NCHW
-
-
-_NP_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
-             "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(uint8)": np.uint8,
-             "tensor(int8)": np.int8, "tensor(bool)": np.bool_}
+_NP_TYPES = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(float16)": np.float16,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(uint8)": np.uint8,
+    "tensor(int8)": np.int8,
+    "tensor(bool)": np.bool_,
+}
 
 
 def _extra_inputs(session: Any, config: ModelConfig, image: str) -> dict[str, np.ndarray]:
@@ -119,7 +110,8 @@ def _extra_inputs(session: Any, config: ModelConfig, image: str) -> dict[str, np
             raise NotSupportedError(
                 f"the model has another input '{node.name}' {list(_dims(node.shape))}; give its values with "
                 f"extra_inputs={node.name}=v|v|... or extra_inputs={node.name}=@values.npy",
-                option="extra_inputs", file=config.path,
+                option="extra_inputs",
+                file=config.path,
             )
         text = given.pop(node.name)
         dtype = _NP_TYPES.get(node.type)
@@ -133,11 +125,13 @@ def _extra_inputs(session: Any, config: ModelConfig, image: str) -> dict[str, np
                 values = np.full(shape, values.reshape(()), dtype=dtype)
             feeds[node.name] = values.reshape(shape) if shape else values.reshape(())
         except (ValueError, OSError) as exc:
-            raise InvalidArgumentError(f"extra_inputs: values for '{node.name}' {list(shape)}: {exc}",
-                                       option="extra_inputs") from exc
+            raise InvalidArgumentError(
+                f"extra_inputs: values for '{node.name}' {list(shape)}: {exc}", option="extra_inputs"
+            ) from exc
     if given:
-        raise InvalidArgumentError(f"extra_inputs: the model has no input {', '.join(map(repr, given))}",
-                                   option="extra_inputs")
+        raise InvalidArgumentError(
+            f"extra_inputs: the model has no input {', '.join(map(repr, given))}", option="extra_inputs"
+        )
     return feeds
 
 
@@ -148,18 +142,30 @@ class OnnxRuntimeBackend:
     flag: ClassVar[DNNBackendType] = DNNBackendType.ONNX
     func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
-        BackendOption("threads_per_operation", "int", 0, 0, 2**31 - 1,
-                      "threads used by ONNX Runtime per operation (cpu; 0 = runtime default)"),
-        BackendOption("inter_op_threads", "int", 0, 0, 2**31 - 1,
-                      "threads across operations (avdnn; 0 = runtime default)"),
+        BackendOption(
+            "threads_per_operation",
+            "int",
+            0,
+            0,
+            2**31 - 1,
+            "threads used by ONNX Runtime per operation (cpu; 0 = usable cores / nireq)",
+        ),
+        BackendOption(
+            "inter_op_threads", "int", 0, 0, 2**31 - 1, "threads across operations (avdnn; 0 = runtime default)"
+        ),
         BackendOption("optimization", "int", 99, 0, 99, "graph optimisation level (avdnn)", consts=_OPT_LEVELS),
-        BackendOption("extra_inputs", "string", None,
-                      help="values for the model's other inputs: name=v|v|...[&name2=...] or name=@file.npy (avdnn)"),
+        BackendOption(
+            "extra_inputs",
+            "string",
+            None,
+            help="values for the model's other inputs: name=v|v|...[&name2=...] or name=@file.npy (avdnn)",
+        ),
     )
     supports_async = True
 
-    def __init__(self, session: Any, config: ModelConfig, io: ModelIO, provider: str,
-                 extras: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(
+        self, session: Any, config: ModelConfig, io: ModelIO, provider: str, extras: dict[str, np.ndarray] | None = None
+    ) -> None:
         self._session = session
         self._extras = extras or {}
         self.config = config
@@ -181,8 +187,7 @@ class OnnxRuntimeBackend:
         import onnxruntime as ort
 
         path = config.path
-        if not os.path.isfile(path):
-            raise NotFoundError(f"model '{path}': No such file or directory", file=path)
+        check_model_file(path)
         if config.func_type not in cls.func_types:
             raise NotSupportedError(f"the onnx backend cannot load {config.func_type.name} models")
         opts = ort.SessionOptions()
@@ -199,8 +204,8 @@ class OnnxRuntimeBackend:
                 f"device '{config.device}' is not an ONNX Runtime device (known: {', '.join(_PROVIDERS)})",
                 option="device",
             )
-        threads = int(config.options.get("threads_per_operation", 0))
-        if threads and device == "cpu":
+        threads = int(config.options.get("threads_per_operation", 0)) or default_threads(config)
+        if device == "cpu":
             opts.intra_op_num_threads = threads
         inter = int(config.options.get("inter_op_threads", 0))
         if inter:
@@ -213,7 +218,7 @@ class OnnxRuntimeBackend:
                 providers = [(wanted, extra), "CPUExecutionProvider"]
             else:
                 log.warning("ONNX Runtime has no %s here; running on CPU", wanted)
-        with map_ort_errors(f"model '{path}'", path):
+        with map_errors(f"model '{path}'", path, _table):
             session = ort.InferenceSession(path, sess_options=opts, providers=providers)
         used = session.get_providers()[0]
         if device != "cpu" and used != wanted:
@@ -226,44 +231,35 @@ class OnnxRuntimeBackend:
     def _describe(session: Any, config: ModelConfig) -> ModelIO:
         inputs = session.get_inputs()
         if config.input_name:
-            chosen = [i for i in inputs if i.name == config.input_name]
-            if not chosen:
-                raise InvalidArgumentError(
-                    f"input '{config.input_name}' is not in the model (inputs: {', '.join(i.name for i in inputs)})",
-                    option="input", file=config.path,
-                )
-            node = chosen[0]
+            node = inputs[pick("input", config.input_name, [i.name for i in inputs], config)]
         else:
             node = next((i for i in inputs if len(i.shape or ()) == 4), inputs[0])  # the image input
-            log.info("onnx: using input '%s'", node.name)
+            log.debug("onnx: using input '%s'", node.name)
         dims = _dims(node.shape)
-        layout = _layout(dims)
+        layout = guess_layout(dims)
         if dims and dims[0] not in (DYNAMIC, 1) and dims[0] != config.batch_size:
             raise NotSupportedError(
                 f"input '{node.name}' has a fixed batch of {dims[0]}; set batch_size={dims[0]} or use a model "
-                f"with a dynamic batch", option="batch_size", file=config.path,
+                f"with a dynamic batch",
+                option="batch_size",
+                file=config.path,
             )
         dtype = _TYPES.get(node.type)
-        in_info = TensorInfo(node.name, dims, dtype, node.type, layout, DNNColorOrder.RGB,
-                             scale=1.0 if dtype == DNNDataType.UINT8 else 0.0)
+        in_info = TensorInfo(node.name, dims, dtype, node.type, layout, DNNColorOrder.RGB, tensor_scale(dtype))
         outputs = session.get_outputs()
         # process-frame models use their first output; detect/classify read every output in model
         # order when none is named (FFmpeg's OpenVINO rule, which its detect parsers rely on)
-        default = (outputs[0].name,) if config.func_type == DNNFunctionType.PROCESS_FRAME else \
-            tuple(o.name for o in outputs)
+        default = (
+            (outputs[0].name,) if config.func_type == DNNFunctionType.PROCESS_FRAME else tuple(o.name for o in outputs)
+        )
         names = config.output_names or default
-        by_name = {o.name: o for o in outputs}
         out_infos = []
         for name in names:
-            if name not in by_name:
-                raise InvalidArgumentError(
-                    f"output '{name}' is not in the model (outputs: {', '.join(by_name)})",
-                    option="output", file=config.path,
-                )
-            o = by_name[name]
+            o = outputs[pick("output", name, [o.name for o in outputs], config)]
             odt = _TYPES.get(o.type)
-            out_infos.append(TensorInfo(o.name, _dims(o.shape), odt, o.type, layout, DNNColorOrder.RGB,
-                                        scale=1.0 if odt == DNNDataType.UINT8 else 0.0))
+            out_infos.append(
+                TensorInfo(o.name, _dims(o.shape), odt, o.type, layout, DNNColorOrder.RGB, tensor_scale(odt))
+            )
         return ModelIO((in_info,), tuple(out_infos))
 
     def describe(self) -> ModelIO:
@@ -277,15 +273,16 @@ class OnnxRuntimeBackend:
                 raise ExternalError(f"inference with '{self.config.path}': cancelled")
             self._running.add(options)
         try:
-            with map_ort_errors(f"inference with '{self.config.path}'", self.config.path):
-                if self._item_by_item and batch.shape[0] > 1:
-                    parts = [self._session.run(self._outputs, {**self._extras, self._input: batch[k : k + 1]}, options)
-                             for k in range(batch.shape[0])]
-                    return [np.concatenate([p[i] for p in parts]) for i in range(len(self._outputs))]
-                return list(self._session.run(self._outputs, {**self._extras, self._input: batch}, options))
+            with map_errors(f"inference with '{self.config.path}'", self.config.path, _table):
+                if self._item_by_item:
+                    return split_batch(lambda one: self._run_one(one, options), batch)
+                return self._run_one(batch, options)
         finally:
             with self._lock:
                 self._running.discard(options)
+
+    def _run_one(self, batch: np.ndarray, options: Any) -> list[np.ndarray]:
+        return list(self._session.run(self._outputs, {**self._extras, self._input: batch}, options))
 
     def cancel(self) -> None:
         """Stop the runs in flight (ONNX Runtime checks ``RunOptions.terminate`` between nodes)."""

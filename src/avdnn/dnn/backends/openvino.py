@@ -27,6 +27,7 @@ before their request is reused.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..._util_cores import usable_cores
 from ...errors import AvdnnError, ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
 from ..interface import (
     ALL_FUNCTION_TYPES,
@@ -50,6 +52,7 @@ from ..interface import (
     TensorInfo,
 )
 from ._common import (
+    SCALE_MEAN_OPTIONS,
     ErrorTable,
     OnceDone,
     Pool,
@@ -74,13 +77,16 @@ _core_lock = threading.Lock()
 
 
 def _table() -> ErrorTable:
-    return [(TypeError, InvalidArgumentError), (ValueError, InvalidArgumentError)]
+    """OpenVINO's Python API raises RuntimeError for every ov::Exception; only its calls are wrapped."""
+    return [(RuntimeError, ExternalError)]
 
 
 #: OpenVINO raises RuntimeError for everything; its message says what kind (FFmpeg's status map)
 _KEYWORDS: tuple[tuple[tuple[str, ...], type[AvdnnError]], ...] = (
-    (("ParameterMismatch", "are incompatible", "isCompatible", "conflicts with", "Invalid argument"),
-     InvalidArgumentError),
+    (
+        ("ParameterMismatch", "are incompatible", "isCompatible", "conflicts with", "Invalid argument"),
+        InvalidArgumentError,
+    ),
     (("NotImplemented", "Not implemented", "is not supported"), NotSupportedError),
     (("NotFound", "not found"), InvalidArgumentError),
 )
@@ -137,11 +143,15 @@ def _stream_props(streams: int, nireq: int) -> dict[str, Any]:
     stream using every core, so two requests only queue behind each other and lose to one
     synchronous call. Async with nireq > 1 asks for throughput with that many requests.
     """
+    props: dict[str, Any] = {}
+    cores = usable_cores()
+    if cores < (os.cpu_count() or cores):  # OpenVINO counts the machine, not this process's affinity
+        props["INFERENCE_NUM_THREADS"] = cores
     if streams:
-        return {"NUM_STREAMS": str(streams)}
-    if nireq > 1:
-        return {"PERFORMANCE_HINT": "THROUGHPUT", "PERFORMANCE_HINT_NUM_REQUESTS": str(nireq)}
-    return {}
+        props["NUM_STREAMS"] = str(streams)
+    elif nireq > 1:
+        props.update({"PERFORMANCE_HINT": "THROUGHPUT", "PERFORMANCE_HINT_NUM_REQUESTS": str(nireq)})
+    return props
 
 
 def _device(config: ModelConfig) -> str:
@@ -161,19 +171,28 @@ class OpenVINOBackend:
     options: ClassVar[tuple[BackendOption, ...]] = (
         BackendOption("input_resizable", "bool", False, 0, 1, "can input be resizable or not"),
         BackendOption("layout", "int", 0, 0, 2, "input layout of model", consts=_LAYOUTS),
-        BackendOption("scale", "float", 0.0, -(2**31), 2**31 - 1,
-                      "Add scale preprocess operation. Divide each element of input by specified value."),
-        BackendOption("mean", "float", 0.0, -(2**31), 2**31 - 1,
-                      "Add mean preprocess operation. Subtract specified value from each element of input."),
-        BackendOption("precision", "int", 0, 0, 2, "inference precision hint (avdnn; OpenVINO's CPU default is "
-                      "bf16 where the CPU has it)", consts=_PRECISIONS),
-        BackendOption("streams", "int", 0, 0, 2**31 - 1, "parallel execution streams (avdnn; 0 = one per "
-                      "request when async with nireq > 1, else one)"),
+        *SCALE_MEAN_OPTIONS,
+        BackendOption(
+            "precision",
+            "int",
+            0,
+            0,
+            2,
+            "inference precision hint (avdnn; OpenVINO's CPU default is bf16 where the CPU has it)",
+            consts=_PRECISIONS,
+        ),
+        BackendOption(
+            "streams",
+            "int",
+            0,
+            0,
+            2**31 - 1,
+            "parallel execution streams (avdnn; 0 = one per request when async with nireq > 1, else one)",
+        ),
     )
     supports_async = True
 
-    def __init__(self, compiled: Any, config: ModelConfig, io: ModelIO, item_by_item: bool,
-                 outputs: list[int]) -> None:
+    def __init__(self, compiled: Any, config: ModelConfig, io: ModelIO, item_by_item: bool, outputs: list[int]) -> None:
         self.config = config
         self._compiled = compiled
         self._io = io
@@ -198,17 +217,25 @@ class OpenVINOBackend:
             try:
                 model = core.read_model(path)
             except RuntimeError as exc:
-                raise InvalidDataError(f"OpenVINO cannot read model '{path}': {' '.join(str(exc).split())[:600]}",
-                                       file=path) from exc
+                raise InvalidDataError(
+                    f"OpenVINO cannot read model '{path}': {' '.join(str(exc).split())[:600]}", file=path
+                ) from exc
         port_names = [p.get_any_name() for p in model.inputs]
         index = 0
         if config.input_name:
-            index = pick("input", config.input_name, port_names, config,
-                         match=lambda a, b: _named(model.inputs[port_names.index(a)], b))
+            index = pick(
+                "input",
+                config.input_name,
+                port_names,
+                config,
+                match=lambda a, b: _named(model.inputs[port_names.index(a)], b),
+            )
         if len(model.inputs) > 1:
             raise NotSupportedError(
                 f"the model has {len(model.inputs)} inputs ({', '.join(port_names)}); the openvino backend feeds one",
-                option="input", file=path)
+                option="input",
+                file=path,
+            )
         outputs = cls._select_outputs(model, config)
         scale = float(config.options.get("scale", 0.0))
         mean = float(config.options.get("mean", 0.0))
@@ -225,7 +252,9 @@ class OpenVINOBackend:
         if head not in _VIRTUAL_DEVICES and head not in {d.split(".")[0] for d in core.available_devices}:
             raise NotSupportedError(
                 f"OpenVINO device '{device}' is not available (available: {', '.join(core.available_devices)})",
-                option="device", file=path)
+                option="device",
+                file=path,
+            )
         with _ov_error(f"compiling '{path}' for {device}", path):
             compiled = core.compile_model(model, device, props)
         io = cls._describe(compiled, config, outputs, model_layout, ppp_input)
@@ -236,8 +265,10 @@ class OpenVINOBackend:
         if not config.output_names:
             return list(range(len(model.outputs)))
         names = [o.get_any_name() if o.get_names() else f"output{i}" for i, o in enumerate(model.outputs)]
-        return [pick("output", n, names, config, match=lambda a, b: a == b or _named(model.outputs[names.index(a)], b))
-                for n in config.output_names]
+        return [
+            pick("output", n, names, config, match=lambda a, b: a == b or _named(model.outputs[names.index(a)], b))
+            for n in config.output_names
+        ]
 
     @staticmethod
     def _layout(port: Any, option: int) -> DNNLayout:
@@ -258,7 +289,7 @@ class OpenVINOBackend:
         layout = OpenVINOBackend._layout(port, layout_opt)
         changed = False
         if config.options.get("input_resizable"):
-            for axis in ((1, 2) if layout == DNNLayout.NHWC else (2, 3)):
+            for axis in (1, 2) if layout == DNNLayout.NHWC else (2, 3):
                 dims[axis], changed = ov.Dimension(), True
         batch_one = dims[0].is_static and dims[0].get_length() == 1 and config.batch_size > 1
         if batch_one:
@@ -294,8 +325,9 @@ class OpenVINOBackend:
                 raise NotSupportedError("scale/mean need a 4-D float or uint8 model input", option="scale")
             return False
         if etype == ov.Type.u8 and (scale != 1.0 or mean != 0.0):
-            raise NotSupportedError("scale/mean need a float model input; this one is uint8", option="scale",
-                                    file=config.path)
+            raise NotSupportedError(
+                "scale/mean need a float model input; this one is uint8", option="scale", file=config.path
+            )
         ppp = PrePostProcessor(model)
         ppp.input(0).tensor().set_element_type(ov.Type.u8).set_layout(ov.Layout("NHWC"))
         ppp.input(0).model().set_layout(ov.Layout("NHWC" if layout == DNNLayout.NHWC else "NCHW"))
@@ -309,7 +341,9 @@ class OpenVINOBackend:
             if out.get_partial_shape().rank.is_dynamic:
                 continue
             if process and scale == 1.0 and mean == 0.0 and out.get_element_type().is_real():
-                ppp.output(i).postprocess().custom(lambda node: ops.clamp(ops.round(node, "half_to_even"), 0, 255).output(0))
+                ppp.output(i).postprocess().custom(
+                    lambda node: ops.clamp(ops.round(node, "half_to_even"), 0, 255).output(0)
+                )
                 ppp.output(i).tensor().set_element_type(ov.Type.u8)
             elif not process and out.get_element_type() != ov.Type.f32:
                 ppp.output(i).tensor().set_element_type(ov.Type.f32)
@@ -328,14 +362,20 @@ class OpenVINOBackend:
         order = DNNColorOrder.BGR if bgr else DNNColorOrder.RGB
         in_layout = DNNLayout.NHWC if ppp else (layout if len(dims) == 4 else DNNLayout.NONE)
         name = port.get_any_name() if port.get_names() else "input0"
-        infos = [TensorInfo(name, dims, dtype, port.get_element_type().get_type_name(), in_layout, order, tensor_scale(dtype))]
+        infos = [
+            TensorInfo(
+                name, dims, dtype, port.get_element_type().get_type_name(), in_layout, order, tensor_scale(dtype)
+            )
+        ]
         outs = []
         for i in outputs:
             o = compiled.outputs[i]
             odims = _dims(o.get_partial_shape())
             odt = data_type(o.get_element_type().to_dtype()) if o.get_element_type().is_static() else None
             oname = o.get_any_name() if o.get_names() else f"output{i}"
-            outs.append(TensorInfo(oname, odims, odt, o.get_element_type().get_type_name(), layout, order, tensor_scale(odt)))
+            outs.append(
+                TensorInfo(oname, odims, odt, o.get_element_type().get_type_name(), layout, order, tensor_scale(odt))
+            )
         return ModelIO(tuple(infos), tuple(outs))
 
     def describe(self) -> ModelIO:
@@ -349,7 +389,8 @@ class OpenVINOBackend:
 
         if not self._in_shape.compatible(ov.PartialShape(list(batch.shape))):
             raise InvalidArgumentError(
-                f"input {list(batch.shape)} does not fit the model input {self._in_shape}", file=self.config.path)
+                f"input {list(batch.shape)} does not fit the model input {self._in_shape}", file=self.config.path
+            )
 
     def _outputs(self, req: Any) -> list[np.ndarray]:
         return [np.array(req.get_output_tensor(i).data, copy=True) for i in self._indices]

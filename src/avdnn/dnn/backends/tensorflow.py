@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...errors import (
+    ExternalError,
     InvalidArgumentError,
     InvalidDataError,
     NotFoundError,
@@ -47,8 +48,18 @@ from ._common import ErrorTable, check_model_file, data_type, map_errors, split_
 
 log = logging.getLogger("avdnn.dnn.tensorflow")
 
-_NOT_OUTPUTS = {"NoOp", "Const", "Placeholder", "Assert", "SaveV2", "RestoreV2", "VarHandleOp",
-                "VariableV2", "AssignVariableOp", "Assign"}
+_NOT_OUTPUTS = {
+    "NoOp",
+    "Const",
+    "Placeholder",
+    "Assert",
+    "SaveV2",
+    "RestoreV2",
+    "VarHandleOp",
+    "VariableV2",
+    "AssignVariableOp",
+    "Assign",
+}
 
 
 def _table() -> ErrorTable:
@@ -62,9 +73,10 @@ def _table() -> ErrorTable:
         (tf.errors.ResourceExhaustedError, OutOfMemoryError),
         (tf.errors.UnimplementedError, NotSupportedError),
         (tf.errors.DataLossError, InvalidDataError),
-        (ValueError, InvalidArgumentError),
-        (TypeError, InvalidArgumentError),
-        (KeyError, InvalidArgumentError),
+        (tf.errors.OpError, ExternalError),
+        # TF's Python session checks feeds itself ("Cannot feed value of shape ...")
+        (ValueError, InvalidArgumentError, "tensorflow"),
+        (TypeError, InvalidArgumentError, "tensorflow"),
     ]
 
 
@@ -85,8 +97,7 @@ def session_config(text: str | None) -> Any:
     try:
         return tf.compat.v1.ConfigProto.FromString(bytes.fromhex(text[2:]))
     except Exception as exc:
-        raise InvalidArgumentError(f"sess_config is not a serialized ConfigProto: {exc}",
-                                   option="sess_config") from exc
+        raise InvalidArgumentError(f"sess_config is not a serialized ConfigProto: {exc}", option="sess_config") from exc
 
 
 class TensorFlowBackend:
@@ -179,7 +190,7 @@ def _tensor(graph: Any, name: str, aliases: dict[str, str], kind: str, config: M
     if key in aliases:
         name = aliases[key]
     op_name = strip_port(name)
-    port = name[len(op_name) + 1:] if name != op_name else "0"
+    port = name[len(op_name) + 1 :] if name != op_name else "0"
     try:
         op = graph.get_operation_by_name(op_name)
         return op.outputs[int(port)]
@@ -189,25 +200,33 @@ def _tensor(graph: Any, name: str, aliases: dict[str, str], kind: str, config: M
             ops = graph.get_operations()
             known = [o.name for o in ops if o.type == "Placeholder"] if kind == "input" else _sinks(graph)
         raise InvalidArgumentError(
-            f"Could not find \"{name}\" in model ({kind} candidates: {', '.join(known[:20]) or 'none'})",
-            option=kind, file=config.path,
+            f'Could not find "{name}" in model ({kind} candidates: {", ".join(known[:20]) or "none"})',
+            option=kind,
+            file=config.path,
         ) from exc
 
 
 def _only_input(graph: Any, aliases: dict[str, str], config: ModelConfig) -> str:
-    names = [k[3:] for k in aliases if k.startswith("in:")] or \
-        [o.name for o in graph.get_operations() if o.type == "Placeholder"]
+    names = [k[3:] for k in aliases if k.startswith("in:")] or [
+        o.name for o in graph.get_operations() if o.type == "Placeholder"
+    ]
     if len(names) == 1:
-        log.info("tensorflow: using input '%s'", names[0])
+        log.debug("tensorflow: using input '%s'", names[0])
         return names[0]
-    raise InvalidArgumentError(f"input name of the model is required (placeholders: {', '.join(names) or 'none'})",
-                               option="input", file=config.path)
+    raise InvalidArgumentError(
+        f"input name of the model is required (placeholders: {', '.join(names) or 'none'})",
+        option="input",
+        file=config.path,
+    )
 
 
 def _sinks(graph: Any) -> list[str]:
     consumed = {t.op.name for op in graph.get_operations() for t in op.inputs}
-    return [op.name for op in graph.get_operations()
-            if op.name not in consumed and op.type not in _NOT_OUTPUTS and op.outputs]
+    return [
+        op.name
+        for op in graph.get_operations()
+        if op.name not in consumed and op.type not in _NOT_OUTPUTS and op.outputs
+    ]
 
 
 def _default_outputs(graph: Any, aliases: dict[str, str], config: ModelConfig) -> list[str]:
@@ -216,15 +235,17 @@ def _default_outputs(graph: Any, aliases: dict[str, str], config: ModelConfig) -
         return sig
     sinks = _sinks(graph)
     if len(sinks) == 1:
-        log.info("tensorflow: using output '%s'", sinks[0])
+        log.debug("tensorflow: using output '%s'", sinks[0])
         return sinks
-    raise InvalidArgumentError(f"output name of the model is required (candidates: {', '.join(sinks[:20])})",
-                               option="output", file=config.path)
+    raise InvalidArgumentError(
+        f"output name of the model is required (candidates: {', '.join(sinks[:20])})", option="output", file=config.path
+    )
 
 
 def _info(tensor: Any) -> TensorInfo:
     shape = tensor.shape
     dims = (DYNAMIC,) * 4 if shape.rank is None else tuple(d if d is not None else DYNAMIC for d in shape.as_list())
     dtype = data_type(tensor.dtype.as_numpy_dtype) if tensor.dtype.is_numpy_compatible else None
-    return TensorInfo(tensor.name, dims, dtype, tensor.dtype.name, DNNLayout.NHWC, DNNColorOrder.RGB,
-                      tensor_scale(dtype))
+    return TensorInfo(
+        tensor.name, dims, dtype, tensor.dtype.name, DNNLayout.NHWC, DNNColorOrder.RGB, tensor_scale(dtype)
+    )

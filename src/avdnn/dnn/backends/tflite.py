@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, InvalidDataError, NotSupportedError
+from ...errors import ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
 from ..interface import (
     ALL_FUNCTION_TYPES,
     BackendOption,
@@ -43,14 +43,29 @@ from ..interface import (
     ModelConfig,
     ModelIO,
     TensorInfo,
+    default_threads,
 )
-from ._common import ErrorTable, Pool, check_model_file, data_type, dims_of, map_errors, pick, strip_port, tensor_scale
+from ._common import (
+    SCALE_MEAN_OPTIONS,
+    ErrorTable,
+    Pool,
+    check_model_file,
+    data_type,
+    dims_of,
+    map_errors,
+    pick,
+    quiet_stderr,
+    split_batch,
+    strip_port,
+    tensor_scale,
+)
 
 log = logging.getLogger("avdnn.dnn.tflite")
 
 
 def _table() -> ErrorTable:
-    return [(ValueError, InvalidArgumentError), (TypeError, InvalidArgumentError)]
+    """LiteRT raises built-in types from its own wrapper: only those raised inside it are its own."""
+    return [(ValueError, InvalidArgumentError, "ai_edge_litert"), (RuntimeError, ExternalError, "ai_edge_litert")]
 
 
 def _quant(detail: dict[str, Any]) -> tuple[float, int]:
@@ -73,16 +88,22 @@ class TFLiteBackend:
     flag: ClassVar[DNNBackendType] = DNNBackendType.TFLITE
     func_types: ClassVar[frozenset[DNNFunctionType]] = ALL_FUNCTION_TYPES
     options: ClassVar[tuple[BackendOption, ...]] = (
-        BackendOption("threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = LiteRT decides)"),
-        BackendOption("scale", "float", 0.0, -(2**31), 2**31 - 1,
-                      "Add scale preprocess operation. Divide each element of input by specified value."),
-        BackendOption("mean", "float", 0.0, -(2**31), 2**31 - 1,
-                      "Add mean preprocess operation. Subtract specified value from each element of input."),
+        BackendOption(
+            "threads", "int", 0, 0, 2**31 - 1, "number of interpreter threads (avdnn; 0 = usable cores / nireq)"
+        ),
+        *SCALE_MEAN_OPTIONS,
     )
     supports_async = True
 
-    def __init__(self, pool: Pool[_Interp], config: ModelConfig, inp: dict[str, Any],
-                 outs: list[dict[str, Any]], io: ModelIO, rescale: tuple[float, float] | None = None) -> None:
+    def __init__(
+        self,
+        pool: Pool[_Interp],
+        config: ModelConfig,
+        inp: dict[str, Any],
+        outs: list[dict[str, Any]],
+        io: ModelIO,
+        rescale: tuple[float, float] | None = None,
+    ) -> None:
         self._pool = pool
         #: (mean, scale) applied to a dnn_processing batch (v/255 in), None when not needed
         self._rescale = rescale
@@ -100,14 +121,17 @@ class TFLiteBackend:
         check_model_file(path)
         from ai_edge_litert.interpreter import Interpreter
 
-        threads = int(config.options.get("threads", 0)) or None
+        threads = int(config.options.get("threads", 0)) or default_threads(config)
 
         def make() -> _Interp:
-            with map_errors(f"model '{path}'", path, _table):
+            # LiteRT prints its XNNPACK line from C++ at the first allocation: only at info and below
+            with map_errors(f"model '{path}'", path, _table), quiet_stderr(log.getEffectiveLevel() > logging.INFO):
                 try:
-                    return _Interp(Interpreter(model_path=path, num_threads=threads))
+                    interp = Interpreter(model_path=path, num_threads=threads)
                 except ValueError as exc:
                     raise InvalidDataError(f"LiteRT cannot read model '{path}': {exc}", file=path) from exc
+                interp.allocate_tensors()
+                return _Interp(interp)
 
         first = make()
         interp = first.interp
@@ -116,20 +140,29 @@ class TFLiteBackend:
         if config.input_name:
             names = [d["name"] for d in ins]
             keyed = sig_in.get(config.input_name) or sig_in.get(strip_port(config.input_name))
-            inp = next(d for d in ins if d["index"] == keyed) if keyed is not None else \
-                ins[pick("input", config.input_name, names, config)]
+            inp = (
+                next(d for d in ins if d["index"] == keyed)
+                if keyed is not None
+                else ins[pick("input", config.input_name, names, config)]
+            )
         else:
             inp = ins[0]
         if len(ins) > 1:
-            raise NotSupportedError(f"the model has {len(ins)} inputs ({', '.join(d['name'] for d in ins)}); "
-                                    f"the tflite backend feeds one", option="input", file=path)
+            raise NotSupportedError(
+                f"the model has {len(ins)} inputs ({', '.join(d['name'] for d in ins)}); the tflite backend feeds one",
+                option="input",
+                file=path,
+            )
         if config.output_names:
             names = [d["name"] for d in outs]
             chosen = []
             for n in config.output_names:
                 keyed = sig_out.get(n) or sig_out.get(strip_port(n))
-                chosen.append(next(d for d in outs if d["index"] == keyed) if keyed is not None
-                              else outs[pick("output", n, names, config)])
+                chosen.append(
+                    next(d for d in outs if d["index"] == keyed)
+                    if keyed is not None
+                    else outs[pick("output", n, names, config)]
+                )
             outs = chosen
         in_info, rescale = _normalised(_in_info(inp), config)
         io = ModelIO((in_info,), tuple(_out_info(d) for d in outs))
@@ -143,9 +176,8 @@ class TFLiteBackend:
     def run(self, batch: np.ndarray) -> list[np.ndarray]:
         """Invoke a pooled interpreter over ``batch`` (NHWC); the selected outputs, dequantized."""
         with self._pool.use() as slot:
-            if self._item_by_item and batch.shape[0] > 1:
-                parts = [self._invoke(slot, batch[k : k + 1]) for k in range(batch.shape[0])]
-                return [np.concatenate([p[i] for p in parts]) for i in range(len(parts[0]))]
+            if self._item_by_item:
+                return split_batch(lambda one: self._invoke(slot, one), batch)
             return self._invoke(slot, batch)
 
     def _invoke(self, slot: _Interp, batch: np.ndarray) -> list[np.ndarray]:
@@ -172,7 +204,8 @@ class TFLiteBackend:
         if want.kind in "iu" and batch.dtype.kind == "f" and scale:
             info = np.iinfo(want)
             q = np.rint(batch.astype(np.float32) / np.float32(scale)) + zero
-            return np.clip(q, info.min, info.max).astype(want)
+            quantized: np.ndarray = np.clip(q, info.min, info.max).astype(want)
+            return quantized
         return batch.astype(want)
 
     def close(self) -> None:
@@ -205,8 +238,11 @@ def _normalised(info: TensorInfo, config: ModelConfig) -> tuple[TensorInfo, tupl
     if mean == 0.0 and scale == 0.0:
         return info, None
     if info.dtype != DNNDataType.FLOAT:
-        raise NotSupportedError(f"scale/mean need a float model input; {info.describe()} is not",
-                                option="scale" if scale else "mean", file=config.path)
+        raise NotSupportedError(
+            f"scale/mean need a float model input; {info.describe()} is not",
+            option="scale" if scale else "mean",
+            file=config.path,
+        )
     process = config.func_type == DNNFunctionType.PROCESS_FRAME
     if scale == 0.0:
         scale = 255.0 if process else 1.0

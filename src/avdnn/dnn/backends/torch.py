@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, InvalidDataError, NotSupportedError
+from ...errors import ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError, OutOfMemoryError
 from ..interface import (
     ALL_FUNCTION_TYPES,
     DYNAMIC,
@@ -48,7 +48,16 @@ _ANY4 = (DYNAMIC, DYNAMIC, DYNAMIC, DYNAMIC)
 
 
 def _table() -> ErrorTable:
-    return [(TypeError, InvalidArgumentError), (ValueError, InvalidArgumentError)]
+    """torch's C++ errors surface as RuntimeError (or subclasses) raised inside torch's package."""
+    import torch
+
+    return [
+        (torch.OutOfMemoryError, OutOfMemoryError),
+        (torch.jit.Error, ExternalError),
+        (RuntimeError, ExternalError, "torch"),
+        (ValueError, InvalidArgumentError, "torch"),
+        (AssertionError, InvalidArgumentError, "torch"),  # an exported program's shape guards
+    ]
 
 
 def _device(config: ModelConfig) -> Any:
@@ -58,8 +67,9 @@ def _device(config: ModelConfig) -> Any:
     name = (config.device or "cpu").lower()
     kind = name.split(":")[0]
     if kind not in ("cpu", "cuda", "xpu"):
-        raise InvalidArgumentError(f"device '{config.device}' is not a torch device (cpu, cuda[:n], xpu[:n])",
-                                   option="device")
+        raise InvalidArgumentError(
+            f"device '{config.device}' is not a torch device (cpu, cuda[:n], xpu[:n])", option="device"
+        )
     if kind == "cuda" and not torch.cuda.is_available():
         raise NotSupportedError(f"device '{name}': No CUDA device available", option="device")
     if kind == "xpu" and not (hasattr(torch, "xpu") and torch.xpu.is_available()):
@@ -74,8 +84,11 @@ def _is_export_archive(path: str) -> bool:
     """A torch.export archive (``torch.export.save``) rather than a TorchScript one."""
     try:
         with zipfile.ZipFile(path) as zf:
-            return any(n.endswith(("serialized_exported_program.json", "archive_format"))
-                       or "/models/" in n and n.endswith(".json") for n in zf.namelist())
+            return any(
+                n.endswith(("serialized_exported_program.json", "archive_format"))
+                or ("/models/" in n and n.endswith(".json"))
+                for n in zf.namelist()
+            )
     except (OSError, zipfile.BadZipFile):
         return False
 
@@ -133,20 +146,23 @@ class TorchBackend:
                 if exported:
                     program = torch.export.load(path)
                     module = program.module().to(device)
-                    io = cls._describe_export(program)
                 else:
                     with warnings.catch_warnings():  # deprecated in torch 2.13 but what .pt files need
                         warnings.simplefilter("ignore", DeprecationWarning)
-                        module = torch.jit.load(path, map_location=device)
+                        module = torch.jit.load(path, map_location=device)  # type: ignore[no-untyped-call]
                     module.eval()
-                    io = ModelIO((TensorInfo("input", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW,
-                                             DNNColorOrder.RGB),),
-                                 (TensorInfo("output", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW,
-                                             DNNColorOrder.RGB),))
             except (RuntimeError, ValueError, zipfile.BadZipFile, KeyError) as exc:
                 kind = "a torch.export program" if exported else "a TorchScript module"
-                raise InvalidDataError(f"torch cannot load '{path}' as {kind}: {' '.join(str(exc).split())[:600]}",
-                                       file=path) from exc
+                raise InvalidDataError(
+                    f"torch cannot load '{path}' as {kind}: {' '.join(str(exc).split())[:600]}", file=path
+                ) from exc
+        if exported:
+            io = cls._describe_export(program)
+        else:
+            io = ModelIO(
+                (TensorInfo("input", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW, DNNColorOrder.RGB),),
+                (TensorInfo("output", _ANY4, DNNDataType.FLOAT, "float32", DNNLayout.NCHW, DNNColorOrder.RGB),),
+            )
         return cls(module, config, device, io, scripted=not exported)
 
     @staticmethod
@@ -193,7 +209,7 @@ class TorchBackend:
         if self._scripted:
             import torch
 
-            with torch.jit.optimized_execution(self._optimize):
+            with torch.jit.optimized_execution(self._optimize):  # type: ignore[attr-defined]
                 return self._module(x)
         return self._module(x)
 
@@ -204,7 +220,7 @@ class TorchBackend:
 
         local = self._local
         if getattr(local, "stream", None) is None:
-            local.stream = torch.cuda.Stream(self.device)
+            local.stream = torch.cuda.Stream(self.device)  # type: ignore[no-untyped-call]
             local.pinned = None
         src = torch.from_numpy(np.ascontiguousarray(batch))
         if local.pinned is None or local.pinned.numel() < src.numel() or local.pinned.dtype != src.dtype:

@@ -15,7 +15,7 @@ from ...errors import InvalidDataError
 from ...media.detections import Detections
 from .context import DetectContext, NmsMode
 from .labels import label_names
-from .letterbox import Letterbox, boxes_to_frame, stretch
+from .letterbox import Letterbox, boxes_to_frame, placement
 from .nms import ffmpeg_overlap_keep, nms, weighted_nms
 
 
@@ -34,8 +34,11 @@ def as_float(output: np.ndarray, model_type: str, index: int) -> np.ndarray:
 def rows(output: np.ndarray, width: int | None, model_type: str, what: str) -> np.ndarray:
     """``output`` as (N, width) rows; every leading dimension must be 1 (one image per inference)."""
     arr = np.asarray(output)
-    if arr.ndim < 1 or (width is not None and (arr.ndim < 2 or arr.shape[-1] != width)) \
-            or any(d != 1 for d in arr.shape[:-2]):
+    if (
+        arr.ndim < 1
+        or (width is not None and (arr.ndim < 2 or arr.shape[-1] != width))
+        or any(d != 1 for d in arr.shape[:-2])
+    ):
         want = f"[1, ..., N, {width}]" if width is not None else "[1, ..., N]"
         raise InvalidDataError(f"{model_type}: {what} must have shape {want}, got {tuple(arr.shape)}")
     return arr.reshape(-1, width) if width is not None else arr.reshape(-1)
@@ -85,7 +88,9 @@ def clamp_edges(xyxy: np.ndarray, width: int, height: int) -> np.ndarray:
 
 def geometry(ctx: DetectContext) -> Letterbox:
     """The context's letterbox, or FFmpeg's stretch."""
-    return ctx.letterbox or stretch(ctx.frame_width, ctx.frame_height, ctx.input_width, ctx.input_height)
+    return ctx.letterbox or placement(
+        ctx.frame_width, ctx.frame_height, ctx.input_width, ctx.input_height, use_letterbox=False
+    )
 
 
 def input_to_frame(ctx: DetectContext, xyxy_input: np.ndarray, *, clip: bool = True) -> np.ndarray:
@@ -99,13 +104,25 @@ def cxcywh_to_xyxy(b: np.ndarray) -> np.ndarray:
     return np.concatenate([b[:, :2] - half, b[:, :2] + half], axis=1)
 
 
-def make(ctx: DetectContext, xyxy: np.ndarray, confidence: np.ndarray, class_id: np.ndarray,
-         ffmpeg_xywh: np.ndarray | None = None) -> Detections:
+def make(
+    ctx: DetectContext,
+    xyxy: np.ndarray,
+    confidence: np.ndarray,
+    class_id: np.ndarray,
+    ffmpeg_xywh: np.ndarray | None = None,
+) -> Detections:
     """A Detections record for the context's frame, labels looked up FFmpeg's way."""
     cls = np.asarray(class_id, dtype=np.int32).reshape(-1)
-    return Detections(xyxy=np.asarray(xyxy, dtype=np.float32).reshape(-1, 4), confidence=confidence, class_id=cls,
-                      labels=label_names(cls, ctx.labels), source=ctx.source,
-                      frame_size=(ctx.frame_width, ctx.frame_height), pts=ctx.pts, ffmpeg_xywh=ffmpeg_xywh)
+    return Detections(
+        xyxy=np.asarray(xyxy, dtype=np.float32).reshape(-1, 4),
+        confidence=confidence,
+        class_id=cls,
+        labels=label_names(cls, ctx.labels),
+        source=ctx.source,
+        frame_size=(ctx.frame_width, ctx.frame_height),
+        pts=ctx.pts,
+        ffmpeg_xywh=ffmpeg_xywh,
+    )
 
 
 def suppress(ctx: DetectContext, det: Detections, default: NmsMode) -> Detections:
@@ -125,7 +142,16 @@ def suppress(ctx: DetectContext, det: Detections, default: NmsMode) -> Detection
     for g in groups:
         merged, _, best = weighted_nms(det.xyxy[g], det.confidence[g], ctx.iou, max_det=ctx.max_det)
         sub = det[g[best]]
-        parts.append(Detections(xyxy=merged, confidence=sub.confidence, class_id=sub.class_id, labels=sub.labels,
-                                source=sub.source, frame_size=sub.frame_size, pts=sub.pts))
+        parts.append(
+            Detections(
+                xyxy=merged,
+                confidence=sub.confidence,
+                class_id=sub.class_id,
+                labels=sub.labels,
+                source=sub.source,
+                frame_size=sub.frame_size,
+                pts=sub.pts,
+            )
+        )
     out = Detections.merge(parts)
-    return out[np.argsort(-out.confidence, kind="stable")[:ctx.max_det]]
+    return out[np.argsort(-out.confidence, kind="stable")[: ctx.max_det]]

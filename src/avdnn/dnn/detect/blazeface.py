@@ -41,18 +41,19 @@ def parse_blazeface(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detect
     """``blazeface``: regressors [1, N, 16] + scores [1, N, 1], in either order."""
     arrs = [c.as_float(o, "blazeface", i) for i, o in enumerate(outputs)]
     if len(arrs) != 2:
-        raise InvalidDataError(f"blazeface: expected regressors [1, N, 16] and scores [1, N, 1], got "
-                               f"{len(arrs)} outputs: {c.shapes(arrs)}")
+        raise InvalidDataError(
+            f"blazeface: expected regressors [1, N, 16] and scores [1, N, 1], got {len(arrs)} outputs: {c.shapes(arrs)}"
+        )
     si = [i for i, a in enumerate(arrs) if a.ndim >= 2 and a.shape[-1] == 1]
     ri = [i for i, a in enumerate(arrs) if a.ndim >= 2 and a.shape[-1] >= 4]
     if len(si) != 1 or len(ri) != 1:
-        raise InvalidDataError(f"blazeface: expected regressors [1, N, 16] and scores [1, N, 1], got "
-                               f"{c.shapes(arrs)}")
+        raise InvalidDataError(f"blazeface: expected regressors [1, N, 16] and scores [1, N, 1], got {c.shapes(arrs)}")
     reg = c.rows(arrs[ri[0]], arrs[ri[0]].shape[-1], "blazeface", "the regressors")
     raw = c.rows(arrs[si[0]], 1, "blazeface", "the scores")[:, 0]
     if raw.size != reg.shape[0]:
-        raise InvalidDataError(f"blazeface: scores must have {reg.shape[0]} rows (as the regressors), "
-                               f"got {tuple(arrs[si[0]].shape)}")
+        raise InvalidDataError(
+            f"blazeface: scores must have {reg.shape[0]} rows (as the regressors), got {tuple(arrs[si[0]].shape)}"
+        )
     configs = ((ctx.strides, 2), (ctx.strides, 1)) if ctx.strides else CONFIGS
     anchors = None
     for strides, per_layer in configs:
@@ -62,8 +63,10 @@ def parse_blazeface(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detect
             break
     if anchors is None:
         counts = [ssd_anchors(ctx.input_width, ctx.input_height, s, p).shape[0] for s, p in configs]
-        raise InvalidDataError(f"blazeface: a {ctx.input_width}x{ctx.input_height} input has {counts} anchors "
-                               f"(strides {[s for s, _ in configs]}), but the outputs have {reg.shape[0]} rows")
+        raise InvalidDataError(
+            f"blazeface: a {ctx.input_width}x{ctx.input_height} input has {counts} anchors "
+            f"(strides {[s for s, _ in configs]}), but the outputs have {reg.shape[0]} rows"
+        )
     c.check_some_finite(raw, "blazeface")
     score = c.sigmoid(np.clip(raw, -100, 100))
     keep = c.score_mask(np.where(np.isfinite(raw), score, np.nan), ctx.confidence)

@@ -33,8 +33,9 @@ class ClassifyResult:
         return int(confidence_num(self.confidence)), CONFIDENCE_DEN
 
 
-def classify_batch(output: np.ndarray, *, confidence: float = 0.5, labels: Sequence[str] | None = None,
-                   apply_softmax: bool = False) -> list[ClassifyResult | None]:
+def classify_batch(
+    output: np.ndarray, *, confidence: float = 0.5, labels: Sequence[str] | None = None, apply_softmax: bool = False
+) -> list[ClassifyResult | None]:
     """Top-1 per crop of a batched output (B, ...): one result, or None below ``confidence``."""
     arr = np.asarray(output, dtype=np.float32)
     if arr.ndim < 1 or arr.shape[0] < 1:
@@ -45,20 +46,26 @@ def classify_batch(output: np.ndarray, *, confidence: float = 0.5, labels: Seque
     finite = np.isfinite(flat)
     dead = ~finite.any(axis=1)
     if dead.any():
-        raise InvalidDataError(f"classify: every value of crop {int(np.flatnonzero(dead)[0])} is NaN or inf "
-                               f"(output shape {tuple(arr.shape)})")
+        raise InvalidDataError(
+            f"classify: every value of crop {int(np.flatnonzero(dead)[0])} is NaN or inf "
+            f"(output shape {tuple(arr.shape)})"
+        )
     if apply_softmax:
         flat = softmax(np.where(finite, flat, -np.inf), axis=1)
     ids = np.where(finite, flat, -np.inf).argmax(axis=1)  # first maximum, as FFmpeg's strict >
     conf = flat[np.arange(flat.shape[0]), ids].astype(np.float32)
     ok = conf >= np.float32(confidence)
     names = label_names(ids, labels)
-    return [ClassifyResult(int(i), n, float(cv)) if k else None
-            for i, n, cv, k in zip(ids.tolist(), names, conf.tolist(), ok.tolist(), strict=True)]
+    return [
+        ClassifyResult(int(i), n, float(cv)) if k else None
+        for i, n, cv, k in zip(ids.tolist(), names, conf.tolist(), ok.tolist(), strict=True)
+    ]
 
 
-def classify_top1(output: np.ndarray, *, confidence: float = 0.5, labels: Sequence[str] | None = None,
-                  apply_softmax: bool = False) -> ClassifyResult | None:
+def classify_top1(
+    output: np.ndarray, *, confidence: float = 0.5, labels: Sequence[str] | None = None, apply_softmax: bool = False
+) -> ClassifyResult | None:
     """Top-1 of one crop's output (any shape, e.g. [1, C] or [1, 1, 1, C])."""
-    return classify_batch(np.asarray(output).reshape(1, -1), confidence=confidence, labels=labels,
-                          apply_softmax=apply_softmax)[0]
+    return classify_batch(
+        np.asarray(output).reshape(1, -1), confidence=confidence, labels=labels, apply_softmax=apply_softmax
+    )[0]

@@ -31,8 +31,11 @@ def parse_anchors(text: str) -> tuple[float, ...]:
         try:
             values.append(float(tok.strip()))
         except ValueError:
-            raise InvalidArgumentError(f"failed to parse anchors_str: token {i} {tok!r} is not a number in {text!r}",
-                                       code=AVERROR(errno.EINVAL), option="anchors") from None
+            raise InvalidArgumentError(
+                f"failed to parse anchors_str: token {i} {tok!r} is not a number in {text!r}",
+                code=AVERROR(errno.EINVAL),
+                option="anchors",
+            ) from None
     return tuple(values)
 
 
@@ -83,35 +86,44 @@ class DetectContext:
 
     def __post_init__(self) -> None:
         if self.frame_width <= 0 or self.frame_height <= 0:
-            raise InvalidArgumentError(f"DetectContext: expected a positive frame size, got "
-                                       f"{self.frame_width}x{self.frame_height}")
+            raise InvalidArgumentError(
+                f"DetectContext: expected a positive frame size, got {self.frame_width}x{self.frame_height}"
+            )
         if self.input_width <= 0 or self.input_height <= 0:
             # FFmpeg: a dynamic (-1) model dimension takes the link's size.
             object.__setattr__(self, "input_width", self.input_width if self.input_width > 0 else self.frame_width)
-            object.__setattr__(self, "input_height",
-                               self.input_height if self.input_height > 0 else self.frame_height)
+            object.__setattr__(self, "input_height", self.input_height if self.input_height > 0 else self.frame_height)
         for name in ("confidence", "iou"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise InvalidArgumentError(f"DetectContext.{name}: expected 0..1, got {v}", option=name)
         for name in ("nb_classes", "cell_w", "cell_h"):
             if getattr(self, name) < 0:
-                raise InvalidArgumentError(f"DetectContext.{name}: expected >= 0, got {getattr(self, name)}",
-                                           option=name)
+                raise InvalidArgumentError(
+                    f"DetectContext.{name}: expected >= 0, got {getattr(self, name)}", option=name
+                )
         if self.max_det <= 0:
             raise InvalidArgumentError(f"DetectContext.max_det: expected > 0, got {self.max_det}")
         if self.layout not in ("auto", "NCHW", "NHWC"):
             raise InvalidArgumentError(f"DetectContext.layout: expected auto, NCHW or NHWC, got {self.layout!r}")
         if self.nms not in ("auto", "none", "greedy", "ffmpeg", "weighted"):
-            raise InvalidArgumentError(f"DetectContext.nms: expected auto, none, greedy, ffmpeg or weighted, "
-                                       f"got {self.nms!r}")
+            raise InvalidArgumentError(
+                f"DetectContext.nms: expected auto, none, greedy, ffmpeg or weighted, got {self.nms!r}"
+            )
         if self.score_activation not in ("auto", "softmax", "sigmoid", "none"):
-            raise InvalidArgumentError(f"DetectContext.score_activation: expected auto, softmax, sigmoid or none, "
-                                       f"got {self.score_activation!r}")
+            raise InvalidArgumentError(
+                f"DetectContext.score_activation: expected auto, softmax, sigmoid or none, "
+                f"got {self.score_activation!r}"
+            )
         if self.letterbox is not None and (
-                (self.letterbox.frame_width, self.letterbox.frame_height, self.letterbox.input_width,
-                 self.letterbox.input_height) != (self.frame_width, self.frame_height, self.input_width,
-                                                  self.input_height)):
+            (
+                self.letterbox.frame_width,
+                self.letterbox.frame_height,
+                self.letterbox.input_width,
+                self.letterbox.input_height,
+            )
+            != (self.frame_width, self.frame_height, self.input_width, self.input_height)
+        ):
             raise InvalidArgumentError("DetectContext.letterbox: its frame and input sizes differ from the context's")
         object.__setattr__(self, "anchors", tuple(float(a) for a in self.anchors))
         if self.labels is not None:

@@ -35,8 +35,9 @@ def _three(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
     arrs = [np.asarray(o) for o in outputs]
     bi = [i for i, a in enumerate(arrs) if a.ndim >= 2 and a.shape[-1] == 4]
     if len(bi) != 1:
-        raise InvalidDataError(f"detr: three outputs must be labels [1, Q], boxes [1, Q, 4], scores [1, Q]; got "
-                               f"{c.shapes(arrs)}")
+        raise InvalidDataError(
+            f"detr: three outputs must be labels [1, Q], boxes [1, Q, 4], scores [1, Q]; got {c.shapes(arrs)}"
+        )
     boxes = c.rows(c.as_float(arrs[bi[0]], "detr", bi[0]), 4, "detr", "the boxes output")
     rest = [i for i in range(3) if i != bi[0]]
     ints = [i for i in rest if np.issubdtype(arrs[i].dtype, np.integer)]
@@ -45,10 +46,12 @@ def _three(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
     labels, scores = arrs[li].reshape(-1), c.as_float(arrs[si], "detr", si).reshape(-1)
     q = boxes.shape[0]
     if labels.size != q or scores.size != q:
-        raise InvalidDataError(f"detr: labels and scores must have {q} elements (as boxes), got shapes "
-                               f"{tuple(arrs[li].shape)} and {tuple(arrs[si].shape)}")
+        raise InvalidDataError(
+            f"detr: labels and scores must have {q} elements (as boxes), got shapes "
+            f"{tuple(arrs[li].shape)} and {tuple(arrs[si].shape)}"
+        )
     c.check_some_finite(scores, "detr")
-    keep = np.flatnonzero(c.score_mask(scores, ctx.confidence))[:ctx.max_det]
+    keep = np.flatnonzero(c.score_mask(scores, ctx.confidence))[: ctx.max_det]
     xyxy = c.input_to_frame(ctx, np.nan_to_num(boxes[keep]))
     return c.suppress(ctx, c.make(ctx, xyxy, scores[keep], c.class_ids_from_float(labels[keep])), "none")
 
@@ -58,8 +61,10 @@ def parse_detr(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
     if len(outputs) == 3:
         return _three(outputs, ctx)
     if len(outputs) != 2:
-        raise InvalidDataError(f"detr: expected boxes [1, Q, 4] + logits [1, Q, C] (or labels, boxes, scores), got "
-                               f"{len(outputs)} outputs: {c.shapes(outputs)}")
+        raise InvalidDataError(
+            f"detr: expected boxes [1, Q, 4] + logits [1, Q, C] (or labels, boxes, scores), got "
+            f"{len(outputs)} outputs: {c.shapes(outputs)}"
+        )
     arrs = [c.as_float(o, "detr", i) for i, o in enumerate(outputs)]
     four = [i for i, a in enumerate(arrs) if a.ndim >= 2 and a.shape[-1] == 4]
     if not four:
@@ -68,8 +73,10 @@ def parse_detr(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
     boxes = c.rows(arrs[bi], 4, "detr", "the boxes output")
     la = arrs[1 - bi]
     if la.ndim < 2 or any(d != 1 for d in la.shape[:-2]) or la.shape[-2] != boxes.shape[0]:
-        raise InvalidDataError(f"detr: logits must have shape [1, {boxes.shape[0]}, C] to match boxes "
-                               f"{tuple(arrs[bi].shape)}, got {tuple(la.shape)}")
+        raise InvalidDataError(
+            f"detr: logits must have shape [1, {boxes.shape[0]}, C] to match boxes "
+            f"{tuple(arrs[bi].shape)}, got {tuple(la.shape)}"
+        )
     logits: np.ndarray = la.reshape(la.shape[-2:])
     c.check_some_finite(logits, "detr", "logits")
     mode = ctx.score_activation

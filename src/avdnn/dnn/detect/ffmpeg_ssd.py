@@ -57,14 +57,18 @@ def parse_ssd(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
         det = c.rows(outs[di], 5, "ssd", "the box output")
         lab = np.asarray(outputs[1 - di]).reshape(-1)
         if lab.size != det.shape[0]:
-            raise InvalidDataError(f"ssd: the label output must have {det.shape[0]} elements (one per box of "
-                                   f"{tuple(outs[di].shape)}), got {lab.size} in {tuple(np.shape(outputs[1 - di]))}")
+            raise InvalidDataError(
+                f"ssd: the label output must have {det.shape[0]} elements (one per box of "
+                f"{tuple(outs[di].shape)}), got {lab.size} in {tuple(np.shape(outputs[1 - di]))}"
+            )
         cls = c.class_ids_from_float(lab)
         conf = det[:, 4]
         norm, pixels = None, det[:, 0:4]
     else:
-        raise InvalidDataError("ssd: model output shape doesn't match ssd requirement: expected one [1, 1, N, 7] "
-                               f"output or two outputs [1, 1, N, 5] + [1, 1, N], got {c.shapes(outs)}")
+        raise InvalidDataError(
+            "ssd: model output shape doesn't match ssd requirement: expected one [1, 1, N, 7] "
+            f"output or two outputs [1, 1, N, 5] + [1, 1, N], got {c.shapes(outs)}"
+        )
     c.check_some_finite(conf, "ssd")
     keep = c.score_mask(conf, ctx.confidence)
     xyxy = _place(ctx, None if norm is None else norm[keep], None if pixels is None else pixels[keep])
@@ -77,8 +81,10 @@ def parse_tf(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
     directly (TF COCO ids are 1-based; line 0 of the labels file is normally a placeholder).
     """
     if len(outputs) != 4:
-        raise InvalidDataError(f"tf: expected 4 outputs (num_detections, detection_scores, detection_classes, "
-                               f"detection_boxes), got {len(outputs)}: {c.shapes(outputs)}")
+        raise InvalidDataError(
+            f"tf: expected 4 outputs (num_detections, detection_scores, detection_classes, "
+            f"detection_boxes), got {len(outputs)}: {c.shapes(outputs)}"
+        )
     num_t, scores_t, classes_t, boxes_t = (c.as_float(o, "tf", i) for i, o in enumerate(outputs))
     if num_t.size < 1:
         raise InvalidDataError(f"tf: num_detections must hold a count, got shape {tuple(num_t.shape)}")
@@ -86,8 +92,10 @@ def parse_tf(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
     n = boxes.shape[0]
     scores, classes = scores_t.reshape(-1), classes_t.reshape(-1)
     if scores.size != n or classes.size != n:
-        raise InvalidDataError(f"tf: detection_scores and detection_classes must have {n} elements (as boxes "
-                               f"{tuple(boxes_t.shape)}), got {tuple(scores_t.shape)} and {tuple(classes_t.shape)}")
+        raise InvalidDataError(
+            f"tf: detection_scores and detection_classes must have {n} elements (as boxes "
+            f"{tuple(boxes_t.shape)}), got {tuple(scores_t.shape)} and {tuple(classes_t.shape)}"
+        )
     num_f = float(num_t.reshape(-1)[0])
     if not np.isfinite(num_f) or num_f < 0 or int(num_f) > n:
         raise InvalidDataError(f"tf: num_detections must be a count in 0..{n}, got {num_f}")

@@ -30,7 +30,8 @@ def _as_4d(arr: np.ndarray, model_type: str, index: int) -> np.ndarray:
     if arr.ndim > 4:
         if any(d != 1 for d in shape[:-4]):
             raise InvalidDataError(
-                f"{model_type}: output {index} must be 4-D [1, C, H, W] or [1, H, W, C], got {shape}")
+                f"{model_type}: output {index} must be 4-D [1, C, H, W] or [1, H, W, C], got {shape}"
+            )
         arr = arr.reshape(shape[-4:])
     while arr.ndim < 4:
         arr = arr[None]
@@ -54,17 +55,25 @@ def _grid(dims: tuple[int, ...], ctx: DetectContext, model_type: str) -> tuple[i
 
 def _require_options(ctx: DetectContext, model_type: str) -> None:
     if model_type == "yolo" and (ctx.cell_w <= 0 or ctx.cell_h <= 0):
-        raise InvalidArgumentError(f"{model_type}: cell_w and cell_h must be set (got {ctx.cell_w}x{ctx.cell_h})",
-                                   option="cell_w")
+        raise InvalidArgumentError(
+            f"{model_type}: cell_w and cell_h must be set (got {ctx.cell_w}x{ctx.cell_h})", option="cell_w"
+        )
     if ctx.nb_classes <= 0:
         raise InvalidArgumentError(f"{model_type}: nb_classes is not set", option="nb_classes")
     if not ctx.anchors:
-        raise InvalidArgumentError(f"{model_type}: anchors is not set (anchors=w0&h0&w1&h1..., in output order)",
-                                   option="anchors")
+        raise InvalidArgumentError(
+            f"{model_type}: anchors is not set (anchors=w0&h0&w1&h1..., in output order)", option="anchors"
+        )
 
 
-def _decode(arr: np.ndarray, index: int, anchor_offset: int, ctx: DetectContext, model_type: str,
-            act: Callable[[np.ndarray], np.ndarray]) -> tuple[dict[str, np.ndarray], int]:
+def _decode(
+    arr: np.ndarray,
+    index: int,
+    anchor_offset: int,
+    ctx: DetectContext,
+    model_type: str,
+    act: Callable[[np.ndarray], np.ndarray],
+) -> tuple[dict[str, np.ndarray], int]:
     """Candidates of one output, in FFmpeg's scan order, and the anchor values it consumed."""
     dims = tuple(int(d) for d in arr.shape)
     cell_w, cell_h, nhwc = _grid(dims, ctx, model_type)
@@ -74,12 +83,15 @@ def _decode(arr: np.ndarray, index: int, anchor_offset: int, ctx: DetectContext,
     if cells <= 0 or total % (box_size * cells):
         raise InvalidDataError(
             f"{model_type}: wrong cell_w, cell_h or nb_classes: output {index} {dims} holds {total} values, not a "
-            f"multiple of (nb_classes + 5) * cell_w * cell_h = {box_size} * {cell_w} * {cell_h}")
+            f"multiple of (nb_classes + 5) * cell_w * cell_h = {box_size} * {cell_w} * {cell_h}"
+        )
     boxes = total // (box_size * cells)
     if anchor_offset + 2 * boxes > len(ctx.anchors):
         raise InvalidArgumentError(
             f"{model_type}: output {index} needs {2 * boxes} anchor values (at {anchor_offset}..."
-            f"{anchor_offset + 2 * boxes - 1}) but only {len(ctx.anchors)} were given", option="anchors")
+            f"{anchor_offset + 2 * boxes - 1}) but only {len(ctx.anchors)} were given",
+            option="anchors",
+        )
     data = arr.reshape(-1)
     if nhwc:  # ((cy * cell_w + cx) * boxes + b) * box_size + k
         grid = data.reshape(cell_h, cell_w, boxes, box_size).transpose(2, 1, 0, 3)
@@ -92,14 +104,23 @@ def _decode(arr: np.ndarray, index: int, anchor_offset: int, ctx: DetectContext,
     best = finite.argmax(axis=1)
     label = np.where(finite.max(axis=1) > 0, best, 0)  # FFmpeg: running max starts at 0, strict >
     conf = act(f[:, 4]) * act(scores[np.arange(scores.shape[0]), label])
-    anchors = np.asarray(ctx.anchors, dtype=np.float32)[anchor_offset:anchor_offset + 2 * boxes].reshape(boxes, 2)
-    return {"f": f, "conf": conf.astype(np.float32), "label": label, "b": b_idx, "cx": cx, "cy": cy,
-            "aw": anchors[b_idx, 0], "ah": anchors[b_idx, 1],
-            "cell": np.broadcast_to(np.array([cell_w, cell_h]), (f.shape[0], 2))}, 2 * boxes
+    anchors = np.asarray(ctx.anchors, dtype=np.float32)[anchor_offset : anchor_offset + 2 * boxes].reshape(boxes, 2)
+    return {
+        "f": f,
+        "conf": conf.astype(np.float32),
+        "label": label,
+        "b": b_idx,
+        "cx": cx,
+        "cy": cy,
+        "aw": anchors[b_idx, 0],
+        "ah": anchors[b_idx, 1],
+        "cell": np.broadcast_to(np.array([cell_w, cell_h]), (f.shape[0], 2)),
+    }, 2 * boxes
 
 
-def _parse(outputs: Sequence[np.ndarray], ctx: DetectContext, model_type: str,
-           act: Callable[[np.ndarray], np.ndarray]) -> Detections:
+def _parse(
+    outputs: Sequence[np.ndarray], ctx: DetectContext, model_type: str, act: Callable[[np.ndarray], np.ndarray]
+) -> Detections:
     _require_options(ctx, model_type)
     if not outputs:
         raise InvalidDataError(f"{model_type}: expected at least one output, got none")

@@ -28,14 +28,17 @@ def parse_labels(data: bytes, *, path: str | None = None) -> tuple[str, ...]:
     lines = [p + b"\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
     for line in lines:
         for start in range(0, len(line), _FGETS_CHUNK):
-            chunk = line[start:start + _FGETS_CHUNK].split(b"\0", 1)[0]
+            chunk = line[start : start + _FGETS_CHUNK].split(b"\0", 1)[0]
             chunk = chunk.rstrip(b"\n\r ")
             if not chunk:
                 continue
             if len(chunk) >= LABEL_MAX_SIZE:
                 raise InvalidArgumentError(
                     f"label {chunk.decode('utf-8', 'replace')} too long: expected at most {LABEL_MAX_SIZE - 1} "
-                    f"bytes, got {len(chunk)}", code=AVERROR(errno.EINVAL), file=path)
+                    f"bytes, got {len(chunk)}",
+                    code=AVERROR(errno.EINVAL),
+                    file=path,
+                )
             labels.append(chunk.decode("utf-8", errors="replace"))
     return tuple(labels)
 
@@ -53,8 +56,7 @@ def read_labels(path: str | os.PathLike[str]) -> tuple[str, ...]:
             data = f.read()
     except OSError as exc:
         why = exc.strerror or os.strerror(exc.errno or errno.EIO)
-        raise InvalidArgumentError(f"failed to open file {name}: {why}", code=AVERROR(errno.EINVAL),
-                                   file=name) from exc
+        raise InvalidArgumentError(f"failed to open file {name}: {why}", code=AVERROR(errno.EINVAL), file=name) from exc
     return parse_labels(data, path=name)
 
 

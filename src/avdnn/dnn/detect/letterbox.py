@@ -35,11 +35,16 @@ class Letterbox:
         for name in ("frame_width", "frame_height", "input_width", "input_height", "resized_width", "resized_height"):
             if getattr(self, name) <= 0:
                 raise InvalidArgumentError(f"Letterbox.{name}: expected > 0, got {getattr(self, name)}")
-        if not (self.pad_left >= 0 and self.pad_left + self.resized_width <= self.input_width
-                and self.pad_top >= 0 and self.pad_top + self.resized_height <= self.input_height):
+        if not (
+            self.pad_left >= 0
+            and self.pad_left + self.resized_width <= self.input_width
+            and self.pad_top >= 0
+            and self.pad_top + self.resized_height <= self.input_height
+        ):
             raise InvalidArgumentError(
                 f"Letterbox: a {self.resized_width}x{self.resized_height} picture at ({self.pad_left}, {self.pad_top}) "
-                f"does not fit a {self.input_width}x{self.input_height} input")
+                f"does not fit a {self.input_width}x{self.input_height} input"
+            )
 
     @property
     def scale_x(self) -> float:
@@ -53,13 +58,21 @@ class Letterbox:
     @property
     def is_stretch(self) -> bool:
         return (self.resized_width, self.resized_height, self.pad_left, self.pad_top) == (
-            self.input_width, self.input_height, 0, 0)
+            self.input_width,
+            self.input_height,
+            0,
+            0,
+        )
 
     @property
     def pad(self) -> tuple[int, int, int, int]:
         """Padding (left, top, right, bottom) in input pixels, as a pad filter takes it."""
-        return (self.pad_left, self.pad_top, self.input_width - self.resized_width - self.pad_left,
-                self.input_height - self.resized_height - self.pad_top)
+        return (
+            self.pad_left,
+            self.pad_top,
+            self.input_width - self.resized_width - self.pad_left,
+            self.input_height - self.resized_height - self.pad_top,
+        )
 
 
 def stretch(frame_width: int, frame_height: int, input_width: int, input_height: int) -> Letterbox:
@@ -67,21 +80,37 @@ def stretch(frame_width: int, frame_height: int, input_width: int, input_height:
     return Letterbox(frame_width, frame_height, input_width, input_height, input_width, input_height)
 
 
-def letterbox(frame_width: int, frame_height: int, input_width: int, input_height: int, *,
-              center: bool = True) -> Letterbox:
+def letterbox(
+    frame_width: int, frame_height: int, input_width: int, input_height: int, *, center: bool = True
+) -> Letterbox:
     """The forward letterbox: the largest aspect-preserving size that fits, padded (centred by default).
 
     Ultralytics and YOLOX pad centred and top-left respectively; ``center=False`` gives the latter.
     """
     if min(frame_width, frame_height, input_width, input_height) <= 0:
-        raise InvalidArgumentError(f"letterbox: expected positive sizes, got frame {frame_width}x{frame_height}, "
-                                   f"input {input_width}x{input_height}")
+        raise InvalidArgumentError(
+            f"letterbox: expected positive sizes, got frame {frame_width}x{frame_height}, "
+            f"input {input_width}x{input_height}"
+        )
     scale = min(input_width / frame_width, input_height / frame_height)
     rw = min(input_width, max(1, round(frame_width * scale)))
     rh = min(input_height, max(1, round(frame_height * scale)))
     left = (input_width - rw) // 2 if center else 0
     top = (input_height - rh) // 2 if center else 0
     return Letterbox(frame_width, frame_height, input_width, input_height, rw, rh, left, top)
+
+
+def placement(
+    frame_width: int, frame_height: int, input_width: int, input_height: int, *, use_letterbox: bool
+) -> Letterbox:
+    """Where a frame lands in the model input: the centred letterbox, or FFmpeg's stretch.
+
+    The one place both the input conversion (io_analytics) and the box mapping (the detect
+    parsers) take their geometry from, so the two cannot disagree.
+    """
+    if use_letterbox:
+        return letterbox(frame_width, frame_height, input_width, input_height)
+    return stretch(frame_width, frame_height, input_width, input_height)
 
 
 def boxes_to_frame(xyxy: np.ndarray, geometry: Letterbox, *, clip: bool = False) -> np.ndarray:

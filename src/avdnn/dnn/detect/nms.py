@@ -29,8 +29,14 @@ def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
-def nms(xyxy: np.ndarray, scores: np.ndarray, iou_threshold: float, *, class_id: np.ndarray | None = None,
-        max_det: int | None = None) -> np.ndarray:
+def nms(
+    xyxy: np.ndarray,
+    scores: np.ndarray,
+    iou_threshold: float,
+    *,
+    class_id: np.ndarray | None = None,
+    max_det: int | None = None,
+) -> np.ndarray:
     """Greedy NMS: indices of the kept boxes, best score first.
 
     A box is suppressed by a kept box of higher score (ties: lower index first) whose IoU with it
@@ -58,8 +64,9 @@ def nms(xyxy: np.ndarray, scores: np.ndarray, iou_threshold: float, *, class_id:
     return np.asarray(keep, dtype=np.intp)
 
 
-def weighted_nms(xyxy: np.ndarray, scores: np.ndarray, iou_threshold: float, *,
-                 max_det: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def weighted_nms(
+    xyxy: np.ndarray, scores: np.ndarray, iou_threshold: float, *, max_det: int | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """MediaPipe's weighted NMS (BlazeFace): each cluster becomes its score-weighted mean box.
 
     A cluster is the best remaining box plus every remaining box whose IoU with it is above
@@ -101,8 +108,9 @@ def ffmpeg_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(union > 0, inter / union, np.float32(0)).astype(np.float32)
 
 
-def ffmpeg_overlap_keep(xywh: np.ndarray, confidence_num: np.ndarray, label_code: np.ndarray,
-                        threshold: float) -> np.ndarray:
+def ffmpeg_overlap_keep(
+    xywh: np.ndarray, confidence_num: np.ndarray, label_code: np.ndarray, threshold: float
+) -> np.ndarray:
     """FFmpeg's YOLO overlap removal as a keep mask over candidates in scan order.
 
     Drop i if some j has the same label, a strictly larger rational confidence

@@ -38,14 +38,17 @@ class ModelType:
 _MODEL_TYPES: dict[str, ModelType] = {}
 
 
-def register_model_type(name: str, *, description: str, ffmpeg: bool = False,
-                        needs_anchors: bool = False) -> Callable[[Parser], Parser]:
+def register_model_type(
+    name: str, *, description: str, ffmpeg: bool = False, needs_anchors: bool = False
+) -> Callable[[Parser], Parser]:
     """Decorator adding a parser to the table; a name can be registered once."""
+
     def add(fn: Parser) -> Parser:
         if name in _MODEL_TYPES:
             raise InvalidArgumentError(f"detection model type {name!r} is already registered")
         _MODEL_TYPES[name] = ModelType(name, fn, description, ffmpeg, needs_anchors)
         return fn
+
     return add
 
 
@@ -59,8 +62,9 @@ def get_model_type(name: str) -> ModelType:
     try:
         return _MODEL_TYPES[name]
     except KeyError:
-        raise InvalidArgumentError(f"unknown detection model_type {name!r}; known: {', '.join(list_model_types())}",
-                                   option="model_type") from None
+        raise InvalidArgumentError(
+            f"unknown detection model_type {name!r}; known: {', '.join(list_model_types())}", option="model_type"
+        ) from None
 
 
 def parse(model_type: str, outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
@@ -73,8 +77,7 @@ for _row in (
     ("yolo", parse_yolo, "YOLO v1/v2: output 0 [1, N*D, Cx, Cy], grid from cell_w/cell_h (FFmpeg)", True, True),
     ("yolov3", parse_yolov3, "outputs [1, N*D, Cx, Cy] (NCHW or NHWC), linear (FFmpeg)", True, True),
     ("yolov4", parse_yolov4, "outputs [1, N*D, Cx, Cy] (NCHW or NHWC), sigmoid (FFmpeg)", True, True),
-    ("tf", parse_tf, "TF Object Detection API: num_detections, scores, classes, boxes (FFmpeg's TF path)",
-     True, False),
+    ("tf", parse_tf, "TF Object Detection API: num_detections, scores, classes, boxes (FFmpeg's TF path)", True, False),
     ("yolov5", parse_yolov5, "[1, N, 5+nc] cx,cy,w,h,obj,classes in input pixels; greedy NMS", False, False),
     ("yolov8", parse_yolov8, "[1, 4+nc, N] (or [1, N, 4+nc]) anchor free; greedy NMS", False, False),
     ("yolox", parse_yolox, "raw [1, N, 5+nc] with grids and strides 8/16/32; greedy NMS", False, False),

@@ -32,8 +32,7 @@ def _best_class(cls_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return best, cls_scores[np.arange(s.shape[0]), best]
 
 
-def _finish(ctx: DetectContext, model_type: str, cxcywh: np.ndarray, score: np.ndarray,
-            cls: np.ndarray) -> Detections:
+def _finish(ctx: DetectContext, model_type: str, cxcywh: np.ndarray, score: np.ndarray, cls: np.ndarray) -> Detections:
     c.check_some_finite(score, model_type)
     keep = c.score_mask(score, ctx.confidence)
     xyxy = c.input_to_frame(ctx, np.nan_to_num(c.cxcywh_to_xyxy(cxcywh[keep])))
@@ -43,8 +42,9 @@ def _finish(ctx: DetectContext, model_type: str, cxcywh: np.ndarray, score: np.n
 def _check_classes(ctx: DetectContext, model_type: str, found: int, shape: tuple[int, ...], extra: int) -> None:
     if found < 1 or (ctx.nb_classes and found != ctx.nb_classes):
         want = ctx.nb_classes if ctx.nb_classes else ">= 1"
-        raise InvalidDataError(f"{model_type}: expected {extra} + nb_classes ({want}) values per box, "
-                               f"got shape {shape}")
+        raise InvalidDataError(
+            f"{model_type}: expected {extra} + nb_classes ({want}) values per box, got shape {shape}"
+        )
 
 
 def parse_yolov5(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections:
@@ -70,8 +70,10 @@ def parse_yolov8(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detection
     if ctx.nb_classes:
         want = 4 + ctx.nb_classes
         if a != want and b != want:
-            raise InvalidDataError(f"yolov8: expected [1, {want}, N] or [1, N, {want}] for nb_classes="
-                                   f"{ctx.nb_classes}, got {tuple(np.shape(outputs[0]))}")
+            raise InvalidDataError(
+                f"yolov8: expected [1, {want}, N] or [1, N, {want}] for nb_classes="
+                f"{ctx.nb_classes}, got {tuple(np.shape(outputs[0]))}"
+            )
         rows = t.T if a == want else t
     else:
         rows = t.T if a <= b else t
@@ -102,9 +104,11 @@ def parse_yolox(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections
     strides = ctx.strides or (8, 16, 32)
     grid, stride = yolox_grid(ctx.input_width, ctx.input_height, strides)
     if grid.shape[0] != t.shape[0]:
-        raise InvalidDataError(f"yolox: a {ctx.input_width}x{ctx.input_height} input with strides {tuple(strides)} "
-                               f"has {grid.shape[0]} anchors, but the output has {t.shape[0]} "
-                               f"({tuple(np.shape(outputs[0]))})")
+        raise InvalidDataError(
+            f"yolox: a {ctx.input_width}x{ctx.input_height} input with strides {tuple(strides)} "
+            f"has {grid.shape[0]} anchors, but the output has {t.shape[0]} "
+            f"({tuple(np.shape(outputs[0]))})"
+        )
     with np.errstate(over="ignore"):
         xy = (t[:, :2] + grid) * stride[:, None]
         wh = np.exp(t[:, 2:4].astype(np.float64)).astype(np.float32) * stride[:, None]

@@ -11,12 +11,36 @@ from __future__ import annotations
 
 from .format import NativeFile, Operand, load, parse, save, serialize
 from .layers import (
-    LAYER_TYPES, AvgPool, Conv2D, Dense, DepthToSpace, Layer, MathBinary, MathUnary, Maximum, MirrorPad,
+    LAYER_TYPES,
+    AvgPool,
+    Conv2D,
+    Dense,
+    DepthToSpace,
+    Layer,
+    MathBinary,
+    MathUnary,
+    Maximum,
+    MirrorPad,
 )
 from .model import NativeModel, TensorDesc
 
 __all__ = [
-    "LAYER_TYPES", "AvgPool", "Conv2D", "Dense", "DepthToSpace", "Layer", "MathBinary", "MathUnary",
-    "Maximum", "MirrorPad", "NativeFile", "NativeModel", "Operand", "TensorDesc", "load", "parse", "save",
+    "LAYER_TYPES",
+    "AvgPool",
+    "Conv2D",
+    "Dense",
+    "DepthToSpace",
+    "Layer",
+    "MathBinary",
+    "MathUnary",
+    "Maximum",
+    "MirrorPad",
+    "NativeFile",
+    "NativeModel",
+    "Operand",
+    "TensorDesc",
+    "load",
+    "parse",
+    "save",
     "serialize",
 ]

@@ -25,7 +25,17 @@ import numpy as np
 
 from ...errors import InvalidDataError, NotFoundError
 from .layers import (
-    BINARY_NAMES, UNARY_NAMES, AvgPool, Conv2D, Dense, DepthToSpace, Dims, Layer, MathBinary, MathUnary, Maximum,
+    BINARY_NAMES,
+    UNARY_NAMES,
+    AvgPool,
+    Conv2D,
+    Dense,
+    DepthToSpace,
+    Dims,
+    Layer,
+    MathBinary,
+    MathUnary,
+    Maximum,
     MirrorPad,
 )
 
@@ -75,15 +85,19 @@ class _Cursor:
 
     def take(self, n: int, what: str) -> bytes:
         if n < 0 or self.pos + n > self.end:
-            raise self.error(self.pos, f"truncated: expected {what} ({n} bytes), but only "
-                                       f"{max(self.end - self.pos, 0)} bytes remain before the footer at "
-                                       f"byte {self.end}")
-        out = self.data[self.pos:self.pos + n]
+            raise self.error(
+                self.pos,
+                f"truncated: expected {what} ({n} bytes), but only "
+                f"{max(self.end - self.pos, 0)} bytes remain before the footer at "
+                f"byte {self.end}",
+            )
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 
     def i32(self, what: str) -> int:
-        return struct.unpack("<i", self.take(4, what))[0]
+        value: int = struct.unpack("<i", self.take(4, what))[0]
+        return value
 
     def f32(self, what: str) -> float:
         return float(np.frombuffer(self.take(4, what), "<f4")[0])
@@ -126,8 +140,15 @@ def _read_conv2d(cur: _Cursor, nops: int) -> Conv2D:
     has_bias = cur.i32("Conv2D has_bias")
     kernel = cur.floats(cout * k * k * cin, f"Conv2D kernel [{cout}][{k}][{k}][{cin}]").reshape(cout, k, k, cin)
     bias = cur.floats(cout, f"Conv2D bias [{cout}]") if has_bias else None
-    return Conv2D(dilation, padding, activation, kernel, bias,
-                  cur.index(nops, "Conv2D input operand index"), cur.index(nops, "Conv2D output operand index"))
+    return Conv2D(
+        dilation,
+        padding,
+        activation,
+        kernel,
+        bias,
+        cur.index(nops, "Conv2D input operand index"),
+        cur.index(nops, "Conv2D output operand index"),
+    )
 
 
 def _read_dense(cur: _Cursor, nops: int) -> Dense:
@@ -137,14 +158,21 @@ def _read_dense(cur: _Cursor, nops: int) -> Dense:
     has_bias = cur.i32("Dense has_bias")
     kernel = cur.floats(cout * cin, f"Dense kernel [{cout}][{cin}]").reshape(cout, cin)
     bias = cur.floats(cout, f"Dense bias [{cout}]") if has_bias else None
-    return Dense(activation, kernel, bias,
-                 cur.index(nops, "Dense input operand index"), cur.index(nops, "Dense output operand index"))
+    return Dense(
+        activation,
+        kernel,
+        bias,
+        cur.index(nops, "Dense input operand index"),
+        cur.index(nops, "Dense output operand index"),
+    )
 
 
 def _read_depth2space(cur: _Cursor, nops: int) -> DepthToSpace:
-    return DepthToSpace(cur.positive("DepthToSpace block_size"),
-                        cur.index(nops, "DepthToSpace input operand index"),
-                        cur.index(nops, "DepthToSpace output operand index"))
+    return DepthToSpace(
+        cur.positive("DepthToSpace block_size"),
+        cur.index(nops, "DepthToSpace input operand index"),
+        cur.index(nops, "DepthToSpace output operand index"),
+    )
 
 
 def _read_mirrorpad(cur: _Cursor, nops: int) -> MirrorPad:
@@ -159,13 +187,20 @@ def _read_mirrorpad(cur: _Cursor, nops: int) -> MirrorPad:
                 raise cur.error(at, f"expected MirrorPad {axis} padding {side} >= 0, got {v}")
             pair.append(v)
         pads.append((pair[0], pair[1]))
-    return MirrorPad(mode, tuple(pads), cur.index(nops, "MirrorPad input operand index"),
-                     cur.index(nops, "MirrorPad output operand index"))
+    return MirrorPad(
+        mode,
+        tuple(pads),
+        cur.index(nops, "MirrorPad input operand index"),
+        cur.index(nops, "MirrorPad output operand index"),
+    )
 
 
 def _read_maximum(cur: _Cursor, nops: int) -> Maximum:
-    return Maximum(cur.f32("Maximum y"), cur.index(nops, "Maximum input operand index"),
-                   cur.index(nops, "Maximum output operand index"))
+    return Maximum(
+        cur.f32("Maximum y"),
+        cur.index(nops, "Maximum input operand index"),
+        cur.index(nops, "Maximum output operand index"),
+    )
 
 
 def _read_mathbinary(cur: _Cursor, nops: int) -> MathBinary:
@@ -176,28 +211,48 @@ def _read_mathbinary(cur: _Cursor, nops: int) -> MathBinary:
         at = cur.pos
         value = cur.f32(f"MathBinary in{i} scalar") if scalar else cur.index(nops, f"MathBinary in{i} operand index")
         if i == 1 and scalar and sides[0][0]:
-            raise cur.error(at, "expected at most one scalar MathBinary operand, got two "
-                                "(FFmpeg keeps only the second and reads operand 0)")
+            raise cur.error(
+                at,
+                "expected at most one scalar MathBinary operand, got two "
+                "(FFmpeg keeps only the second and reads operand 0)",
+            )
         sides.append((scalar, value))
-    return MathBinary(op, sides[0][0], sides[0][1], sides[1][0], sides[1][1],
-                      cur.index(nops, "MathBinary output operand index"))
+    return MathBinary(
+        op, sides[0][0], sides[0][1], sides[1][0], sides[1][1], cur.index(nops, "MathBinary output operand index")
+    )
 
 
 def _read_mathunary(cur: _Cursor, nops: int) -> MathUnary:
-    return MathUnary(cur.choice("MathUnary op", UNARY_NAMES), cur.index(nops, "MathUnary input operand index"),
-                     cur.index(nops, "MathUnary output operand index"))
+    return MathUnary(
+        cur.choice("MathUnary op", UNARY_NAMES),
+        cur.index(nops, "MathUnary input operand index"),
+        cur.index(nops, "MathUnary output operand index"),
+    )
 
 
 def _read_avgpool(cur: _Cursor, nops: int) -> AvgPool:
     strides = cur.positive("AvgPool strides")
     padding = cur.choice("AvgPool padding method", ("VALID", "SAME"))
     k = cur.positive("AvgPool kernel_size")
-    return AvgPool(strides, padding, k, cur.index(nops, "AvgPool input operand index"),
-                   cur.index(nops, "AvgPool output operand index"))
+    return AvgPool(
+        strides,
+        padding,
+        k,
+        cur.index(nops, "AvgPool input operand index"),
+        cur.index(nops, "AvgPool output operand index"),
+    )
 
 
-_READERS = {1: _read_conv2d, 2: _read_depth2space, 3: _read_mirrorpad, 4: _read_maximum,
-            5: _read_mathbinary, 6: _read_mathunary, 7: _read_avgpool, 8: _read_dense}
+_READERS = {
+    1: _read_conv2d,
+    2: _read_depth2space,
+    3: _read_mirrorpad,
+    4: _read_maximum,
+    5: _read_mathbinary,
+    6: _read_mathunary,
+    7: _read_avgpool,
+    8: _read_dense,
+}
 
 
 def _read_operand(cur: _Cursor, nops: int) -> Operand:
@@ -227,10 +282,12 @@ def parse(data: bytes, source: str = "<bytes>") -> NativeFile:
         return InvalidDataError(f"native model: byte {offset}: {msg}", file=source)
 
     if size < HEADER_SIZE + FOOTER_SIZE:
-        raise error(size, f"truncated: expected at least {HEADER_SIZE + FOOTER_SIZE} bytes "
-                          f"(header and footer), the file has {size}")
-    if data[:len(MAGIC)] != MAGIC:
-        raise error(0, f"expected the magic {MAGIC.decode()!r}, got {data[:len(MAGIC)]!r}")
+        raise error(
+            size,
+            f"truncated: expected at least {HEADER_SIZE + FOOTER_SIZE} bytes (header and footer), the file has {size}",
+        )
+    if data[: len(MAGIC)] != MAGIC:
+        raise error(0, f"expected the magic {MAGIC.decode()!r}, got {data[: len(MAGIC)]!r}")
     major, minor = struct.unpack_from("<ii", data, len(MAGIC))
     if major != MAJOR_VERSION:
         raise error(len(MAGIC), f"expected major version {MAJOR_VERSION}, got {major}")
@@ -257,8 +314,11 @@ def parse(data: bytes, source: str = "<bytes>") -> NativeFile:
             raise cur.error(at, f"operand index {op.index} is described twice (expected each of 0..{n_ops - 1} once)")
         slots[op.index] = op
     if cur.pos != cur.end:
-        raise cur.error(cur.pos, f"expected the footer (layers_num, operands_num) here, but {cur.end - cur.pos} "
-                                 f"more bytes precede it: the counts do not match the records")
+        raise cur.error(
+            cur.pos,
+            f"expected the footer (layers_num, operands_num) here, but {cur.end - cur.pos} "
+            f"more bytes precede it: the counts do not match the records",
+        )
     operands = [op for op in slots if op is not None]  # all slots are filled: n_ops records, no repeats
     nf = NativeFile(layers, operands, major, minor, offsets)
     _check_dataflow(nf, cur)
@@ -271,9 +331,12 @@ def _check_dataflow(nf: NativeFile, cur: _Cursor) -> None:
     for i, layer in enumerate(nf.layers):
         for idx in layer.inputs():
             if idx not in written:
-                raise cur.error(nf.layer_offsets[i], f"layer {i} ({type(layer).__name__}) reads operand {idx} "
-                                                     f"'{nf.operands[idx].name}', which is not a model input "
-                                                     f"(io type 1) and no earlier layer writes")
+                raise cur.error(
+                    nf.layer_offsets[i],
+                    f"layer {i} ({type(layer).__name__}) reads operand {idx} "
+                    f"'{nf.operands[idx].name}', which is not a model input "
+                    f"(io type 1) and no earlier layer writes",
+                )
         written.add(layer.output)  # type: ignore[attr-defined]
 
 
@@ -346,6 +409,16 @@ def save(nf: NativeFile, path: str | os.PathLike[str]) -> None:
 
 
 __all__ = [
-    "DT_FLOAT", "DT_UINT8", "IO_INPUT", "IO_INTERMEDIATE", "IO_OUTPUT", "MAGIC", "NativeFile", "Operand", "load",
-    "parse", "save", "serialize",
+    "DT_FLOAT",
+    "DT_UINT8",
+    "IO_INPUT",
+    "IO_INTERMEDIATE",
+    "IO_OUTPUT",
+    "MAGIC",
+    "NativeFile",
+    "Operand",
+    "load",
+    "parse",
+    "save",
+    "serialize",
 ]

@@ -36,8 +36,25 @@ CONSTANT, REFLECT, SYMMETRIC = 0, 1, 2
 SUB, ADD, MUL, REALDIV, MINIMUM, FLOORMOD = range(6)
 BINARY_NAMES = ("sub", "add", "mul", "realdiv", "minimum", "floormod")
 #: MathUnary ops, by code 0..16.
-UNARY_NAMES = ("abs", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-               "asinh", "acosh", "atanh", "ceil", "floor", "round", "exp")
+UNARY_NAMES = (
+    "abs",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "ceil",
+    "floor",
+    "round",
+    "exp",
+)
 
 
 def _fail(layer: Layer, msg: str) -> InvalidArgumentError:
@@ -131,8 +148,7 @@ class Conv2D(Layer):
         if c >= 0 and c != cin:
             raise _fail(self, f"input has {c} channels, the kernel expects {cin}")
         p = _conv_geometry(k, self.dilation, self.padding)[0]
-        return _check_size(self, (n, _size(self, h, lambda v: v - 2 * p), _size(self, w, lambda v: v - 2 * p),
-                                  cout))
+        return _check_size(self, (n, _size(self, h, lambda v: v - 2 * p), _size(self, w, lambda v: v - 2 * p), cout))
 
     def forward(self, *xs: np.ndarray) -> np.ndarray:
         x = xs[0]
@@ -152,9 +168,9 @@ class Conv2D(Layer):
         for c in range(cin):
             plane = np.ascontiguousarray(xp[..., c])
             for ky in range(k):
-                rows = plane[:, offs[ky]:offs[ky] + ho]
+                rows = plane[:, offs[ky] : offs[ky] + ho]
                 for kx in range(k):
-                    np.multiply(rows[:, :, offs[kx]:offs[kx] + wo], wt[c, ky, kx], out=tmp)
+                    np.multiply(rows[:, :, offs[kx] : offs[kx] + wo], wt[c, ky, kx], out=tmp)
                     acc += tmp
         acc = np.ascontiguousarray(acc.transpose(1, 2, 3, 0))
         return activate(acc, self.activation)
@@ -176,8 +192,7 @@ class DepthToSpace(Layer):
             raise _fail(self, f"block size {b} must be > 0")
         if c >= 0 and c % (b * b):
             raise _fail(self, f"{c} channels are not divisible by block_size^2 = {b * b}")
-        return _check_size(self, (n, h * b if h >= 0 else -1, w * b if w >= 0 else -1,
-                                  c // (b * b) if c >= 0 else -1))
+        return _check_size(self, (n, h * b if h >= 0 else -1, w * b if w >= 0 else -1, c // (b * b) if c >= 0 else -1))
 
     def forward(self, *xs: np.ndarray) -> np.ndarray:
         x = xs[0]
@@ -203,12 +218,15 @@ class MirrorPad(Layer):
             raise _fail(self, f"unknown mode {self.mode} (expected 0, 1 or 2)")
         limit_slack = 1 if self.mode == REFLECT else 0
         out = []
-        for axis, (size, (a, b)) in enumerate(zip(dims[0], self.paddings)):
+        for axis, (size, (a, b)) in enumerate(zip(dims[0], self.paddings, strict=False)):
             if a < 0 or b < 0:
                 raise _fail(self, f"negative padding {a, b} on axis {'NHWC'[axis]}")
             if self.mode != CONSTANT and size >= 0 and max(a, b) > size - limit_slack:
-                raise _fail(self, f"padding {a, b} on axis {'NHWC'[axis]} of size {size} is larger "
-                                  f"than {'reflect' if limit_slack else 'symmetric'} mode allows")
+                raise _fail(
+                    self,
+                    f"padding {a, b} on axis {'NHWC'[axis]} of size {size} is larger "
+                    f"than {'reflect' if limit_slack else 'symmetric'} mode allows",
+                )
             out.append(size + a + b if size >= 0 else -1)
         return _check_size(self, tuple(out))  # type: ignore[arg-type]
 
@@ -299,17 +317,29 @@ class MathBinary(Layer):
             return _binary(self.op, s, t, self)
         a, b = t, xs[1]
         if b.shape != a.shape:  # element by element over the flat buffer of each image
-            b = b.reshape(b.shape[0], -1)[:, :a[0].size].reshape(a.shape)
+            b = b.reshape(b.shape[0], -1)[:, : a[0].size].reshape(a.shape)
         return _binary(self.op, a, b, self)
 
 
 def _round_half_away(v: np.ndarray) -> np.ndarray:
-    return np.copysign(np.floor(np.abs(v) + 0.5), v)
+    out: np.ndarray = np.copysign(np.floor(np.abs(v) + 0.5), v)
+    return out
 
 
 _UNARY = (
-    None, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh,
-    np.arcsinh, np.arccosh, np.arctanh,
+    None,
+    np.sin,
+    np.cos,
+    np.tan,
+    np.arcsin,
+    np.arccos,
+    np.arctan,
+    np.sinh,
+    np.cosh,
+    np.tanh,
+    np.arcsinh,
+    np.arccosh,
+    np.arctanh,
     lambda v: np.ceil(v) + 0.0,  # FFmpeg's build (-fno-signed-zeros) never gives -0.0 here
     lambda v: np.floor(v) + 0.0,
     _round_half_away,  # C round(): halves away from zero, not numpy's half-to-even
@@ -334,9 +364,12 @@ class MathUnary(Layer):
     def forward(self, *xs: np.ndarray) -> np.ndarray:
         self.output_dims(xs[0].shape)
         if self.op == 0:
-            return np.abs(xs[0])  # fabs: clears the sign bit, NaN included
+            absolute: np.ndarray = np.abs(xs[0])  # fabs: clears the sign bit, NaN included
+            return absolute
         with np.errstate(all="ignore"):
-            out = _UNARY[self.op](xs[0].astype(np.float64)).astype(F32)
+            fn = _UNARY[self.op]
+            assert fn is not None  # op 0 (fabs) returned above
+            out = fn(xs[0].astype(np.float64)).astype(F32)
         if self.op in (4, 5):  # glibc's asin/acos give +NaN out of domain, numpy's give -NaN
             out[np.isnan(out) & ~np.isnan(xs[0])] = F32(np.nan)
         return out
@@ -383,14 +416,15 @@ class AvgPool(Layer):
         acc = np.zeros((n, oh, ow, c), F32)
         for ky in range(k):
             for kx in range(k):
-                acc += xp[:, ky:ky + (oh - 1) * s + 1:s, kx:kx + (ow - 1) * s + 1:s]
+                acc += xp[:, ky : ky + (oh - 1) * s + 1 : s, kx : kx + (ow - 1) * s + 1 : s]
 
         def count(size: int, out: int, before: int) -> np.ndarray:
             start = np.arange(out) * s - before
             return np.minimum(start + k, size) - np.maximum(start, 0)
 
         area = count(x.shape[1], oh, top)[:, None] * count(x.shape[2], ow, left)[None, :]
-        return acc / area.astype(F32)[None, :, :, None]
+        mean: np.ndarray = acc / area.astype(F32)[None, :, :, None]
+        return mean
 
 
 @dataclass
@@ -427,6 +461,17 @@ LAYER_TYPES: dict[int, type[Layer]] = {
 }
 
 __all__ = [
-    "AvgPool", "Conv2D", "Dense", "DepthToSpace", "LAYER_TYPES", "Layer", "MathBinary", "MathUnary",
-    "Maximum", "MirrorPad", "UNARY_NAMES", "BINARY_NAMES", "activate",
+    "BINARY_NAMES",
+    "LAYER_TYPES",
+    "UNARY_NAMES",
+    "AvgPool",
+    "Conv2D",
+    "Dense",
+    "DepthToSpace",
+    "Layer",
+    "MathBinary",
+    "MathUnary",
+    "Maximum",
+    "MirrorPad",
+    "activate",
 ]

@@ -47,15 +47,17 @@ class NativeModel:
         #: FFmpeg's ``conv2d_threads`` backend option; accepted, numpy decides threading.
         self.conv2d_threads = int(conv2d_threads)
         self.inputs: tuple[TensorDesc, ...] = tuple(
-            TensorDesc(op.name, op.index, op.dims, _dtype_name(op.dtype)) for op in nf.operands
-            if op.io_type == IO_INPUT)
+            TensorDesc(op.name, op.index, op.dims, _dtype_name(op.dtype))
+            for op in nf.operands
+            if op.io_type == IO_INPUT
+        )
         try:
             dims = self._infer({op.index: op.dims for op in nf.operands if op.io_type == IO_INPUT})
         except AvdnnError as exc:
             raise InvalidDataError(f"native model is inconsistent: {exc.message}", file=path) from exc
         self.outputs: tuple[TensorDesc, ...] = tuple(
-            TensorDesc(op.name, op.index, dims.get(op.index, op.dims)) for op in nf.operands
-            if op.io_type == IO_OUTPUT)
+            TensorDesc(op.name, op.index, dims.get(op.index, op.dims)) for op in nf.operands if op.io_type == IO_OUTPUT
+        )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, conv2d_threads: int = 0) -> NativeModel:
@@ -78,8 +80,9 @@ class NativeModel:
         if op.io_type != IO_INPUT:
             raise InvalidArgumentError(f'Found "{name}" in model, but it is not input node', file=self.path)
         if op.dtype != DT_FLOAT:
-            raise NotSupportedError(f"input '{name}': data type rather than DNN_FLOAT is not implemented",
-                                    file=self.path)
+            raise NotSupportedError(
+                f"input '{name}': data type rather than DNN_FLOAT is not implemented", file=self.path
+            )
         return op
 
     def _infer(self, dims: dict[int, Dims]) -> dict[int, Dims]:
@@ -89,13 +92,18 @@ class NativeModel:
             try:
                 ins = [dims[idx] for idx in layer.inputs()]
             except KeyError as exc:
-                raise InvalidArgumentError(f"layer {i} reads operand {exc.args[0]}, which is neither fed "
-                                           f"nor written by an earlier layer", file=self.path) from None
+                raise InvalidArgumentError(
+                    f"layer {i} reads operand {exc.args[0]}, which is neither fed nor written by an earlier layer",
+                    file=self.path,
+                ) from None
             dims[layer.output] = layer.output_dims(*ins)  # type: ignore[attr-defined]
         return dims
 
-    def output_dims(self, input_dims: Mapping[str, Sequence[int]], outputs: Sequence[str] | None = None,
-                    ) -> dict[str, Dims]:
+    def output_dims(
+        self,
+        input_dims: Mapping[str, Sequence[int]],
+        outputs: Sequence[str] | None = None,
+    ) -> dict[str, Dims]:
         """Output dims for the given input dims (-1 allowed), without running the model."""
         fed = {self._input_operand(name).index: tuple(d) for name, d in input_dims.items()}
         dims = self._infer(fed)  # type: ignore[arg-type]
@@ -112,21 +120,28 @@ class NativeModel:
         op = self._input_operand(name)
         x = np.asarray(value)
         if x.ndim != 4 or not np.issubdtype(x.dtype, np.floating):
-            raise InvalidArgumentError(f"input '{name}' must be a 4-D NHWC float array, got shape "
-                                       f"{list(x.shape)} {x.dtype}", file=self.path)
+            raise InvalidArgumentError(
+                f"input '{name}' must be a 4-D NHWC float array, got shape {list(x.shape)} {x.dtype}", file=self.path
+            )
         _, mh, mw, mc = op.dims
         n, h, w, c = x.shape
         for what, want, got in (("height", mh, h), ("width", mw, w), ("channel", mc, c)):
             if want != -1 and want != got:
-                raise InvalidArgumentError(f"input '{name}': the model requires {what} {want} but got {got}",
-                                           file=self.path)
+                raise InvalidArgumentError(
+                    f"input '{name}': the model requires {what} {want} but got {got}", file=self.path
+                )
         if n > 1 and any(isinstance(ly, MirrorPad) and any(ly.paddings[0]) for ly in self.file.layers):
-            raise NotSupportedError("this model pads along N, so it cannot run a batch of "
-                                    f"{n} images; run them one at a time", file=self.path)
+            raise NotSupportedError(
+                f"this model pads along N, so it cannot run a batch of {n} images; run them one at a time",
+                file=self.path,
+            )
         return op.index, np.ascontiguousarray(x, dtype=np.float32)
 
-    def run(self, inputs: Mapping[str, np.ndarray], outputs: Sequence[str] | None = None,
-            ) -> dict[str, np.ndarray]:
+    def run(
+        self,
+        inputs: Mapping[str, np.ndarray],
+        outputs: Sequence[str] | None = None,
+    ) -> dict[str, np.ndarray]:
         """Run every layer on ``inputs`` (name -> NHWC float array, cast to float32) and return ``outputs``.
 
         ``outputs`` defaults to the operands the file marks as outputs (io type 2); any operand
@@ -134,23 +149,19 @@ class NativeModel:
         """
         fed = dict(self._feed(name, value) for name, value in inputs.items())
         shapes = {idx: x.shape for idx, x in fed.items()}
-        self._infer(shapes)  # type: ignore[arg-type]  # shape and consistency errors before any maths
+        self._infer(shapes)  # shape and consistency errors before any maths
         values = dict(fed)
-        for i, layer in enumerate(self.file.layers):
+        for layer in self.file.layers:
             try:
                 values[layer.output] = layer.forward(*(values[idx] for idx in layer.inputs()))  # type: ignore
-            except AvdnnError as exc:
+            except AvdnnError as exc:  # shapes were checked above: anything else is a bug, kept as raised
                 raise exc.with_context(file=self.path) from None
-            except Exception as exc:  # a numpy failure is a bug here, but never a silent one
-                raise InvalidArgumentError(f"native layer {i} ({type(layer).__name__}) failed: {exc}",
-                                           file=self.path) from exc
         names = list(outputs) if outputs is not None else [t.name for t in self.outputs]
         result = {}
         for name in names:
             op = self.operand(name)
             if op.index not in values:
-                raise InvalidArgumentError(f"output '{name}' is not produced from the given inputs",
-                                           file=self.path)
+                raise InvalidArgumentError(f"output '{name}' is not produced from the given inputs", file=self.path)
             result[name] = values[op.index]
         return result
 
