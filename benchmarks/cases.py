@@ -117,7 +117,8 @@ def torch_waifu2x(folder: Path, onnx_path: str) -> str:
     import torch
     from onnx import numpy_helper
 
-    weights = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in onnx.load(onnx_path).graph.initializer}
+    inits = onnx.load(onnx_path).graph.initializer
+    weights = {i.name: torch.from_numpy(numpy_helper.to_array(i).copy()) for i in inits}
     chans = [3, 16, 32, 64, 128, 128, 256]
     layers: list[torch.nn.Module] = []
     for i in range(6):

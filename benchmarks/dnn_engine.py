@@ -14,13 +14,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "dnn"))
 
-import onnx_models as models  # noqa: E402
-from dnnutil import make_filter, random_frames, run_filter  # noqa: E402
+import onnx_models as models
+from dnnutil import make_filter, random_frames, run_filter
 
-from avdnn.dnn import faults  # noqa: E402
-from avdnn.dnn.backends.mock import MockBackend  # noqa: E402
-from avdnn.dnn.engine import Engine, Item  # noqa: E402
-from avdnn.dnn.interface import DNNAsyncStatusType  # noqa: E402
+from avdnn.dnn import faults
+from avdnn.dnn.backends.mock import MockBackend
+from avdnn.dnn.engine import Engine, Item
+from avdnn.dnn.interface import DNNAsyncStatusType
 
 
 def engine_overhead(n: int = 2000) -> None:

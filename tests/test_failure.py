@@ -10,17 +10,16 @@ frames closes every stage exactly once.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from spine_util import run_cli
 
 import avdnn
 from avdnn.errors import ExternalError
 from avdnn.filters.base import Filter
 from avdnn.media.frame import Frame
-from spine_util import run_cli
 
 K = 5
 SRC = ["-f", "lavfi", "-i", "testsrc=s=64x48:d=1"]  # 25 frames

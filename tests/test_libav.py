@@ -12,8 +12,8 @@ import pytest
 from avdnn import errors
 from avdnn.media import libav
 
-IN = dict(width=64, height=64, pix_fmt="yuv420p", time_base=Fraction(1, 25),
-          frame_rate=Fraction(25), sar=Fraction(1))
+IN = {"width": 64, "height": 64, "pix_fmt": "yuv420p", "time_base": Fraction(1, 25),
+          "frame_rate": Fraction(25), "sar": Fraction(1)}
 
 
 def _opt(filter_name: str, option: str) -> libav.OptionInfo:

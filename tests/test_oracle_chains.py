@@ -20,7 +20,6 @@ import hashlib
 import shlex
 
 import pytest
-
 from spine_util import run_cli, run_ffmpeg
 
 LAVFI = "-f lavfi -i"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
-from typing import Any, BinaryIO, overload
+from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError
@@ -24,6 +24,8 @@ from .graph.stats import RunStats
 from .media.frame import Frame
 from .media.sink import Sink
 from .media.source import Source
+
+__all__ = ["FrameStream", "RunOptions", "StreamOptions", "keep_models", "open", "open_source", "run"]
 
 
 class FrameStream:
@@ -74,18 +76,50 @@ def open_source(
     return Source(input, format=input_format, options=input_options, **(source_options or {}))
 
 
-@overload
-def run(
-    input: str, filters: str = "", *, output: None = None, input_format: str | None = None,  # noqa: A002
-    input_options: dict[str, str] | None = None, frames: int | None = None, **output_options: Any,
-) -> FrameStream: ...
+class RunOptions(TypedDict, total=False):
+    """The keywords of :func:`run` besides the input, the chain and the output (the CLI's options)."""
+
+    input_format: str | None
+    input_options: dict[str, str] | None
+    source_options: dict[str, Any] | None
+    frames: int | None
+    format: str | None
+    codec: str | None
+    pix_fmt: str | None
+    rate: Fraction | float | str | None
+    overwrite: bool | None
+    bitexact: bool
+    codec_options: dict[str, str] | None
+    fps_mode: str
+    progress: ProgressFn | None
+    map: Sequence[str] | None
+    vn: bool
+    an: bool
+    sn: bool
+    dn: bool
+    audio_codec: str | None
+    subtitle_codec: str | None
+    audio_bitrate: str | int | None
+    audio_rate: int | None
+    audio_channels: int | None
+    audio_filters: str
+    metadata: dict[str, str] | None
+    stream_options: StreamOptions | None
+    start_time: int | float | str | None
+    recording_time: int | float | str | None
+    stop_time: int | float | str | None
+    format_options: dict[str, str] | None
+    size: tuple[int, int] | str | None
 
 
 @overload
-def run(
-    input: str, filters: str = "", *, output: str | BinaryIO, input_format: str | None = None,  # noqa: A002
-    input_options: dict[str, str] | None = None, frames: int | None = None, **output_options: Any,
-) -> RunStats: ...
+def run(input: str, filters: str = "", *, output: None = None,
+        **options: Unpack[RunOptions]) -> FrameStream: ...
+
+
+@overload
+def run(input: str, filters: str = "", *, output: str | BinaryIO,
+        **options: Unpack[RunOptions]) -> RunStats: ...
 
 
 def run(
@@ -266,7 +300,7 @@ def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bite
 def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()
     input: str,  # noqa: A002 - ffmpeg's -i
     filters: str = "",
-    **options: Any,
+    **options: Unpack[RunOptions],
 ) -> FrameStream:
     """Open ``input`` through ``filters`` and iterate its frames (``run()`` without an output).
 
@@ -277,7 +311,7 @@ def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()
     if "output" in options:
         raise InvalidArgumentError("avdnn.open() iterates frames; use avdnn.run(..., output=...) to write a file",
                                    option="output")
-    return run(input, filters, **options)
+    return run(input, filters, output=None, **options)
 
 
 class _Limited(FrameStream):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, TextIO
 
-from .api import StreamOptions
+from .api import RunOptions, StreamOptions
 from .errors import (
     AVERROR_BUG,
     AVERROR_OPTION_NOT_FOUND,
@@ -63,7 +63,7 @@ class Args:
     codec: str | None = None
     pix_fmt: str | None = None
     rate: Fraction | None = None
-    format: str | None = None  # noqa: A003
+    format: str | None = None
     fps_mode: str = "auto"
     bitexact: bool = False
     codec_options: dict[str, str] = field(default_factory=dict)
@@ -290,7 +290,7 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
         raise OptionNotFoundError(f"Unrecognized option '{name}:{spec}'.", code=AVERROR_OPTION_NOT_FOUND)
 
 
-def run_kwargs(args: Args) -> dict[str, Any]:
+def run_kwargs(args: Args) -> RunOptions:
     """The :func:`avdnn.run` keywords of a parsed command line's output options."""
     return {
         "input_format": args.input_format, "input_options": args.input_options,
@@ -392,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             err.write("\n" + stats.summary() + "\n")
         err.write("Exiting normally, received signal 2.\n")
         return 255
-    except Exception as exc:  # a bug: its traceback, and one line that says so
+    except Exception as exc:  # noqa: BLE001 - a bug: its traceback, and one line that says so
         traceback.print_exc(file=err)
         stats = getattr(exc, "stats", None)
         if stats is not None:
@@ -460,7 +460,10 @@ def _run(args: Args, level: int) -> int:
             progress(stats, frame)
 
     try:
-        stats = api.run(args.input or "", args.filters, output=args.output, progress=on_frame, **run_kwargs(args))
+        assert args.output is not None  # main() refused a command line without one
+        options = run_kwargs(args)
+        options["progress"] = on_frame
+        stats = api.run(args.input or "", args.filters, output=args.output, **options)
     except AvdnnError as exc:
         failed = getattr(exc, "stats", None)
         if failed is None:
@@ -496,7 +499,7 @@ def _batch(argv: list[str]) -> int:
                                        "template follows -o")
         level = LOG_LEVELS[args.loglevel]
         _setup_logging(level)
-        return run_command(flags, args.filters, run_kwargs(args), stats=args.stats, level=level)
+        return run_command(flags, args.filters, dict(run_kwargs(args)), stats=args.stats, level=level)
     except AvdnnError as exc:
         if not _quiet(argv):
             sys.stderr.write(f"avdnn: {exc.oneline()}\n")

@@ -22,7 +22,7 @@ def summary(det):  # type: ignore[no-untyped-def]
 
 
 def ctx(**kw: object) -> DetectContext:
-    args: dict[str, object] = dict(frame_width=64, frame_height=64, input_width=300, input_height=300)
+    args: dict[str, object] = {"frame_width": 64, "frame_height": 64, "input_width": 300, "input_height": 300}
     args.update(kw)
     return DetectContext(**args)  # type: ignore[arg-type]
 
@@ -292,8 +292,8 @@ def test_yolo_greedy_instead_of_ffmpeg_rule() -> None:
     o[0, 1] = 0.5
     o[0, 4] = [0.9, 0.8, 0.7]
     o[0, 5] = 1.0
-    c = dict(frame_width=300, frame_height=100, input_width=300, input_height=100, nb_classes=1,
-             anchors=(100.0, 100.0), confidence=0.5, layout="NCHW")
+    c = {"frame_width": 300, "frame_height": 100, "input_width": 300, "input_height": 100, "nb_classes": 1,
+             "anchors": (100.0, 100.0), "confidence": 0.5, "layout": "NCHW"}
     ffmpeg = parse("yolov3", [o], DetectContext(**c))  # type: ignore[arg-type]
     greedy = parse("yolov3", [o], DetectContext(**c, nms="greedy", iou=0.5))  # type: ignore[arg-type]
     # FFmpeg drops C because B outranks and overlaps it, although B itself is dropped by A
@@ -308,7 +308,8 @@ def test_yolo_greedy_instead_of_ffmpeg_rule() -> None:
     ({"nb_classes": 2}, InvalidDataError, "wrong cell_w, cell_h or nb_classes"),
 ])
 def test_yolo_option_errors(kw: dict[str, object], err: type[Exception], text: str) -> None:
-    c = dict(frame_width=64, frame_height=64, input_width=64, input_height=64, nb_classes=1, anchors=(1.0, 1.0))
+    c = {"frame_width": 64, "frame_height": 64, "input_width": 64, "input_height": 64, "nb_classes": 1,
+         "anchors": (1.0, 1.0)}
     c.update(kw)
     with pytest.raises(err, match=text):
         parse("yolov3", [np.zeros((1, 6, 2, 2), F32)], DetectContext(**c))  # type: ignore[arg-type]

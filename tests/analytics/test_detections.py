@@ -13,9 +13,9 @@ from avdnn.media.detections import Box, Detections, confidence_num
 
 def rec(n: int = 3, **kw: object) -> Detections:
     xyxy = np.array([[16, 16, 48, 48], [0.5, 1.5, 10.7, 20.2], [-3.5, 2, 5, 9]], np.float32)[:n]
-    args: dict[str, object] = dict(xyxy=xyxy, confidence=np.array([0.9, 0.5, 0.75], np.float32)[:n],
-                                   class_id=np.array([1, 2, -1], np.int32)[:n], labels=("cat", "dog", "x")[:n],
-                                   frame_size=(64, 64), source="det.onnx", pts=7)
+    args: dict[str, object] = {"xyxy": xyxy, "confidence": np.array([0.9, 0.5, 0.75], np.float32)[:n],
+                                   "class_id": np.array([1, 2, -1], np.int32)[:n], "labels": ("cat", "dog", "x")[:n],
+                                   "frame_size": (64, 64), "source": "det.onnx", "pts": 7}
     args.update(kw)
     return Detections(**args)  # type: ignore[arg-type]
 

@@ -129,7 +129,6 @@ def test_detect_input_layout_order_and_range(nhwc: bool, dtype: DNNDataType, ord
 
 
 def test_detect_input_is_one_fast_bilinear_swscale() -> None:
-    import av
 
     rng = np.random.default_rng(1)
     frame = Frame.from_ndarray(rng.integers(0, 256, (37, 53, 3), dtype=np.uint8), "rgb24")

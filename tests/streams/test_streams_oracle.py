@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from spine_util import run_cli, run_ffmpeg
 
 FMD5 = ["-fflags", "+bitexact", "-f", "framemd5", "-"]

@@ -22,7 +22,7 @@ class CorpusProgress:
         self.bar: Any = None
         if enabled:
             try:
-                from tqdm import tqdm  # type: ignore[import-untyped]
+                from tqdm import tqdm
             except ImportError as exc:
                 raise BackendUnavailableError("the batch progress display needs tqdm: "
                                               "pip install 'avdnn[ray]'") from exc

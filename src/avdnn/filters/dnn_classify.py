@@ -19,9 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..dnn import io_analytics
+from ..dnn import Item, io_analytics
 from ..dnn.detect import classify_top1
-from ..dnn import Item
 from ..dnn.interface import DNNBackendType, DNNFunctionType
 from ..errors import AvdnnError
 from ..media.detections import NUM_CLASSIFY, Detections
@@ -109,7 +108,7 @@ class DnnClassifyFilter(DnnFilter):
             try:
                 self._specs[key] = io_analytics.input_spec(self.model.get_input(), width, height)
             except AvdnnError as exc:
-                raise exc.with_context(filter=self.label, file=self.config.model)
+                raise exc.with_context(filter=self.label, file=self.config.model) from None
         return self._specs[key]
 
     def filter(self, frame: Frame) -> list[Frame]:

@@ -23,10 +23,8 @@ import errno
 import logging
 from typing import Any, ClassVar
 
-from ..dnn import io_analytics
-from ..dnn import KNOWN_BACKENDS
+from ..dnn import KNOWN_BACKENDS, Item, io_analytics
 from ..dnn.detect import DetectContext, get_model_type, list_model_types, parse, read_labels
-from ..dnn import Item
 from ..dnn.interface import DNNBackendType, DNNFunctionType
 from ..errors import AVERROR, AvdnnError, InvalidArgumentError
 from ..media.detections import SKIPPED_KEY, Detections
@@ -118,7 +116,7 @@ class DnnDetectFilter(DnnFilter):
             try:
                 spec = io_analytics.input_spec(self.model.get_input(), width, height)
             except AvdnnError as exc:
-                raise exc.with_context(filter=self.label, file=self.config.model)
+                raise exc.with_context(filter=self.label, file=self.config.model) from None
             geom = io_analytics.geometry(spec, width, height, bool(self.opts.get("letterbox")))
             nms = next(k for k, v in NMS_MODES.items() if v == self.opts.get("nms", 0))
             ctx = DetectContext(

@@ -40,7 +40,7 @@ def make_filter(spec: FilterSpec) -> Filter:
     try:
         return cls(values, label=spec.label)
     except AvdnnError as exc:
-        raise exc.with_context(filter=spec.label)
+        raise exc.with_context(filter=spec.label) from None
 
 
 def takes(spec: FilterSpec) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from avdnn.errors import InvalidArgumentError, OptionNotFoundError
 
-__all__ = ["FilterSpec", "parse_chain", "split_options", "escape_value", "format_chain"]
+__all__ = ["FilterSpec", "escape_value", "format_chain", "parse_chain", "split_options"]
 
 _WHITESPACES = " \n\t\r"  # WHITESPACES in avstring.c, graphparser.c and opt.c
 _NAME_TERMS = "=,;["  # filter_parse(): av_get_token(filter, "=,;[")

@@ -211,10 +211,8 @@ class Pipeline:
                 exc = writer.error
             frames.close()
             if writer is not None:
-                try:
+                with contextlib.suppress(AvdnnError):
                     writer.finish()  # the frames before the error still reach the output
-                except AvdnnError:
-                    pass
             sink.abort()
             self._sync_sink_stats(writer)
             if isinstance(exc, AvdnnError):

@@ -10,6 +10,7 @@ producer, which then stops at its next frame. Waits are on conditions, never sle
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -153,10 +154,8 @@ class Writer:
 
     def _stop(self) -> None:
         if self._on_stop is not None:
-            try:
+            with contextlib.suppress(Exception):  # a failed interrupt only means a slower stop
                 self._on_stop()
-            except Exception:  # noqa: BLE001 - a failed interrupt only means a slower stop
-                pass
 
     def put(self, item: Any) -> bool:
         """Queue one item; False once the consumer stopped; raises its error."""

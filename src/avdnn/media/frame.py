@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import cast, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -41,8 +41,19 @@ class SideData:
 class Frame:
     """One video frame: numpy planes, pixel format, size, pts, time base and side data."""
 
-    __slots__ = ("_av", "_planes", "format", "width", "height", "pts", "time_base", "duration",
-                 "sample_aspect_ratio", "side_data", "_color")
+    __slots__ = (
+        "_av",
+        "_color",
+        "_planes",
+        "duration",
+        "format",
+        "height",
+        "pts",
+        "sample_aspect_ratio",
+        "side_data",
+        "time_base",
+        "width",
+    )
 
     def __init__(
         self,

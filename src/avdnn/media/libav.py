@@ -27,9 +27,22 @@ from fractions import Fraction
 from avdnn import errors
 
 __all__ = [
-    "AudioChainInfo", "ChainInfo", "FilterInfo", "OptionInfo", "filter_description", "filter_info",
-    "filter_is_source", "filter_option_names", "filter_options", "av_option_owner", "option_consts",
-    "probe_audio_chain", "probe_chain", "encoder_channel_layouts", "encoder_color_ranges", "parse_video_size",
+    "AudioChainInfo",
+    "ChainInfo",
+    "FilterInfo",
+    "OptionInfo",
+    "av_option_owner",
+    "encoder_channel_layouts",
+    "encoder_color_ranges",
+    "filter_description",
+    "filter_info",
+    "filter_is_source",
+    "filter_option_names",
+    "filter_options",
+    "option_consts",
+    "parse_video_size",
+    "probe_audio_chain",
+    "probe_chain",
 ]
 
 _P = ctypes.c_void_p
@@ -80,7 +93,7 @@ _libs: tuple[ctypes.CDLL, ctypes.CDLL] | None = None
 
 
 def _find(stem: str) -> str:
-    import av  # noqa: F401 - makes PyAV load its FFmpeg first
+    import av
 
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(av.__file__)))
     for pattern in (f"av.libs/lib{stem}-*.so*", f"av/.dylibs/lib{stem}*.dylib", f"av.libs/{stem}-*.dll"):

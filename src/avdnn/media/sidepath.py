@@ -214,7 +214,7 @@ class CopyPath(SidePath):
             self.sink.end_side(self)
 
 
-class AudioEncodePath(SidePath):  # noqa: PLR0904 - one stream's whole path
+class AudioEncodePath(SidePath):
     """Decode, filter (``-af`` + ffmpeg's aformat for the encoder) and encode one audio stream.
 
     The encoder belongs to the output (it is created with the output's header); decoded frames

@@ -11,13 +11,13 @@ its encoder and writes its trailer, so the file is valid with the frames before 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from fractions import Fraction
-from typing import Any, BinaryIO
-
 import threading
 from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any, BinaryIO
 
 from ..errors import AvdnnError, InvalidArgumentError, IOFailureError, NotFoundError, from_av_error
 from .frame import Frame
@@ -542,7 +542,5 @@ class Sink:
 
     def abort(self) -> None:
         """Close after a failure, keeping an error of the close itself from masking the first."""
-        try:
+        with contextlib.suppress(AvdnnError):
             self.close()
-        except AvdnnError:
-            pass

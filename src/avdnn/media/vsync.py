@@ -23,7 +23,7 @@ NOPTS = None
 
 def _llrint(x: float) -> int:
     """C's llrint under the default rounding mode: half to even."""
-    return int(round(x))
+    return round(x)
 
 
 def _float_pts(pts: int, src: Fraction, dst: Fraction, start_us: int = 0) -> float:
