@@ -67,8 +67,11 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=12)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--variants", default="ray2_cli,xargs2,ray2_warm,ray1_warm",
-                    help="comma-separated subset (the per-file overheads need ray1_warm)")
+    ap.add_argument(
+        "--variants",
+        default="ray2_cli,xargs2,ray2_warm,ray1_warm",
+        help="comma-separated subset (the per-file overheads need ray1_warm)",
+    )
     opts = ap.parse_args()
 
     import avdnn
@@ -89,38 +92,86 @@ def main() -> int:
     def ray_warm(workers: int) -> Callable[[], object]:
         def go() -> None:
             out = root / f"warm{workers}"
-            reports[f"ray{workers}_warm"] = avdnn.batch(files, CHAIN, output=str(out / "{stem}.nut"), workers=workers,
-                                                        format="null", overwrite=True, progress_bar=False)
+            reports[f"ray{workers}_warm"] = avdnn.batch(
+                files,
+                CHAIN,
+                output=str(out / "{stem}.nut"),
+                workers=workers,
+                format="null",
+                overwrite=True,
+                progress_bar=False,
+            )
+
         return go
 
     def ray_cli() -> None:  # its own Ray: the benchmark's is left alone (the CLI starts a local one)
-        run_checked(avdnn_cmd("batch", "--workers", "2", "-nostats", "-loglevel", "error", "-i", *files,
-                              "-vf", CHAIN, "-f", "null", "-y", "-o", str(root / "cli/{stem}.nut")))
+        run_checked(
+            avdnn_cmd(
+                "batch",
+                "--workers",
+                "2",
+                "-nostats",
+                "-loglevel",
+                "error",
+                "-i",
+                *files,
+                "-vf",
+                CHAIN,
+                "-f",
+                "null",
+                "-y",
+                "-o",
+                str(root / "cli/{stem}.nut"),
+            )
+        )
 
     def xargs2() -> None:
         out = root / "xargs"
         out.mkdir(exist_ok=True)
-        script = (f"{sys.executable} -m avdnn -hide_banner -loglevel error -nostats -i \"$1\" -vf '{CHAIN}' "
-                  f"-f null -y {out}/$(basename \"$1\").nut")
+        script = (
+            f"{sys.executable} -m avdnn -hide_banner -loglevel error -nostats -i \"$1\" -vf '{CHAIN}' "
+            f'-f null -y {out}/$(basename "$1").nut'
+        )
         run_checked(["xargs", "-P", "2", "-n", "1", "sh", "-c", script, "sh"], input="\n".join(files))
 
-    every: dict[str, Callable[[], object]] = {"ray2_cli": ray_cli, "xargs2": xargs2, "ray2_warm": ray_warm(2),
-                                              "ray1_warm": ray_warm(1)}
+    every: dict[str, Callable[[], object]] = {
+        "ray2_cli": ray_cli,
+        "xargs2": xargs2,
+        "ray2_warm": ray_warm(2),
+        "ray1_warm": ray_warm(1),
+    }
     variants = {k: every[k] for k in opts.variants.split(",")}
     times: dict[str, list[float]] = {k: [] for k in variants}
     ray_warm(1)()  # warm-up: worker processes, page cache (also gives the per-file overhead below)
     names = list(variants)
     for r in range(opts.reps):
-        for name in names[r % len(names):] + names[: r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             times[name].append(timed(variants[name]))
             print(f"round {r + 1}: {name:10s} {times[name][-1]:6.2f} s", flush=True)
     one = reports["ray1_warm"]
     inside = sum(f.seconds for f in one.files)
     ray1 = statistics.median(times["ray1_warm"]) if "ray1_warm" in times else None
     ray.shutdown()
-    startup = statistics.median(timed(lambda: run_checked(avdnn_cmd(
-        "-hide_banner", "-loglevel", "error", "-nostats", "-f", "lavfi", "-i", "testsrc=s=64x64:d=0.04",
-        "-f", "null", "-"))) for _ in range(3))
+    startup = statistics.median(
+        timed(
+            lambda: run_checked(
+                avdnn_cmd(
+                    "-hide_banner",
+                    "-loglevel",
+                    "error",
+                    "-nostats",
+                    "-f",
+                    "lavfi",
+                    "-i",
+                    "testsrc=s=64x64:d=0.04",
+                    "-f",
+                    "null",
+                    "-",
+                )
+            )
+        )
+        for _ in range(3)
+    )
     load_after = os.getloadavg()
     med = {k: statistics.median(v) for k, v in times.items()}
     frames = sum(f.frames_read for f in one.files)
@@ -129,9 +180,16 @@ def main() -> int:
         return round(med[b] / med[a], 3) if a in med and b in med else None
 
     result = {
-        "machine": {"nproc": os.cpu_count(), "python": platform.python_version(), "load_before": load_before,
-                    "load_after": load_after},
-        "files": opts.files, "frames": frames, "chain": CHAIN, "reps": opts.reps,
+        "machine": {
+            "nproc": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_before": load_before,
+            "load_after": load_after,
+        },
+        "files": opts.files,
+        "frames": frames,
+        "chain": CHAIN,
+        "reps": opts.reps,
         "seconds": {k: [round(x, 3) for x in v] for k, v in times.items()},
         "median_s": {k: round(v, 3) for k, v in med.items()},
         "ratios": {
@@ -144,8 +202,10 @@ def main() -> int:
             "hand_loop_process": round(startup, 4),
         },
     }
-    print(f"\n{opts.files} files, {frames} frames, chain {CHAIN!r} -> null; nproc {os.cpu_count()}, "
-          f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
+    print(
+        f"\n{opts.files} files, {frames} frames, chain {CHAIN!r} -> null; nproc {os.cpu_count()}, "
+        f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after"
+    )
     print("| variant | median s | fps |\n|---|---|---|")
     for k, v in med.items():
         print(f"| {k} | {v:.2f} | {frames / v:.0f} |")

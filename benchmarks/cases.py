@@ -77,9 +77,12 @@ def onnx_identity(folder: Path) -> str:
     from onnx import TensorProto, helper
 
     shape = ["N", 3, "H", "W"]
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "identity",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "identity",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+    )
     path = folder / "identity.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     return str(path)
@@ -104,8 +107,13 @@ def onnx_convnet(folder: Path, width: int = 16) -> str:
             nodes.append(helper.make_node("Relu", [conv], [out]))
         prev = out
     shape = ["N", 3, "H", "W"]
-    graph = helper.make_graph(nodes, "convnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    graph = helper.make_graph(
+        nodes,
+        "convnet",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        inits,
+    )
     path = folder / "convnet.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     return str(path)
@@ -183,8 +191,9 @@ def run_avdnn(case: Case, output: str | None, codec: str, codec_options: dict[st
     if output is None:
         avdnn.run(case.source, case.chain, output="-", format="null", **kw)
     else:
-        avdnn.run(case.source, case.chain, output=output, codec=codec, codec_options=codec_options,
-                  overwrite=True, **kw)
+        avdnn.run(
+            case.source, case.chain, output=output, codec=codec, codec_options=codec_options, overwrite=True, **kw
+        )
     return clock.stop()
 
 
@@ -193,6 +202,7 @@ def run_avdnn(case: Case, output: str | None, codec: str, codec_options: dict[st
 
 def run_ffmpeg(case: Case, output: str | None, codec: str, codec_options: dict[str, str]) -> Timing:
     """ffmpeg's fps from two runs (``frames`` and ``warmup`` frames): start-up cancels out."""
+
     def once(n: int) -> float:
         cmd = [FFMPEG, "-nostdin", "-hide_banner", "-loglevel", "error", "-y"]
         if case.source_format:
@@ -266,8 +276,11 @@ def avdnn_backend(backend: str, path: str, func: str = "process", **options: Any
     from avdnn.dnn.backends import backend_class
     from avdnn.dnn.interface import DNNFunctionType, ModelConfig
 
-    ft = {"process": DNNFunctionType.PROCESS_FRAME, "detect": DNNFunctionType.ANALYTICS_DETECT,
-          "classify": DNNFunctionType.ANALYTICS_CLASSIFY}[func]
+    ft = {
+        "process": DNNFunctionType.PROCESS_FRAME,
+        "detect": DNNFunctionType.ANALYTICS_DETECT,
+        "classify": DNNFunctionType.ANALYTICS_CLASSIFY,
+    }[func]
     names = {k: v for k, v in options.items() if k in ("input_name", "output_names", "device", "nireq")}
     opts = {k: v for k, v in options.items() if k not in names}
     cls = backend_class(backend)
@@ -279,9 +292,16 @@ def avdnn_backend(backend: str, path: str, func: str = "process", **options: Any
 # -- (c) naive loops: what a user writes by hand ------------------------------------------
 
 
-def naive_video_loop(source: str, source_format: str | None, frames: int, warmup: int, output: str | None,
-                     codec: str, codec_options: dict[str, str],
-                     per_frame: Callable[[Any], Any]) -> Timing:
+def naive_video_loop(
+    source: str,
+    source_format: str | None,
+    frames: int,
+    warmup: int,
+    output: str | None,
+    codec: str,
+    codec_options: dict[str, str],
+    per_frame: Callable[[Any], Any],
+) -> Timing:
     """PyAV decode -> per_frame(av_frame) -> (frame to encode) -> PyAV encode, all on one thread."""
     import av
 
@@ -317,8 +337,9 @@ def naive_video_loop(source: str, source_format: str | None, frames: int, warmup
     return clock.stop()
 
 
-def process_naive(session_fn: Callable[[np.ndarray], np.ndarray], size: tuple[int, int] | None = None,
-                  pad: int = 0) -> Callable[[Any], Any]:
+def process_naive(
+    session_fn: Callable[[np.ndarray], np.ndarray], size: tuple[int, int] | None = None, pad: int = 0
+) -> Callable[[Any], Any]:
     """The frame-to-frame model loop body: rgb24 ndarray, /255, NCHW, run, *255, back to a frame."""
     import av
 

@@ -1,6 +1,6 @@
 """Engine overhead and dnn_processing throughput on generated models (prints a table).
 
-    PYTHONPATH=src:tests/dnn python benchmarks/dnn_engine.py
+PYTHONPATH=src:tests/dnn python benchmarks/dnn_engine.py
 """
 
 from __future__ import annotations

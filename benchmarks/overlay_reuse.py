@@ -57,8 +57,12 @@ def frames(width: int, height: int, count: int, boxes: int, seed: int = 0) -> li
             wh = rng.uniform(40, 200, (boxes, 2))
             frame.side_data.detections = Detections(
                 xyxy=np.concatenate([xy, np.minimum(xy + wh, [width, height])], axis=1),
-                confidence=np.full(boxes, 0.9), class_id=np.zeros(boxes), labels=("person",) * boxes,
-                track_id=np.arange(boxes), frame_size=(width, height))
+                confidence=np.full(boxes, 0.9),
+                class_id=np.zeros(boxes),
+                labels=("person",) * boxes,
+                track_id=np.arange(boxes),
+                frame_size=(width, height),
+            )
             out.append(frame)
     return out
 
@@ -79,13 +83,32 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     width, height = (int(v) for v in args.size.split("x"))
     items = frames(width, height, args.frames, args.boxes)
-    opts = bind_options(DrawBoxFilter.options, [("box_source", "side_data_detection_bboxes"), ("color", "red@0.5")],
-                        filter_name="drawbox")
+    opts = bind_options(
+        DrawBoxFilter.options,
+        [("box_source", "side_data_detection_bboxes"), ("color", "red@0.5")],
+        filter_name="drawbox",
+    )
     drawbox = DrawBoxFilter(opts)
 
     def old_box(frame: Frame) -> Frame:
-        return run_lavfi(frame, [("drawbox", {"x": str(b.x), "y": str(b.y), "w": str(b.w), "h": str(b.h),
-                                              "color": "red@0.5", "t": "3", "replace": "0"}) for b in frame.detections])
+        return run_lavfi(
+            frame,
+            [
+                (
+                    "drawbox",
+                    {
+                        "x": str(b.x),
+                        "y": str(b.y),
+                        "w": str(b.w),
+                        "h": str(b.h),
+                        "color": "red@0.5",
+                        "t": "3",
+                        "replace": "0",
+                    },
+                )
+                for b in frame.detections
+            ],
+        )
 
     renderer = TextRenderer({"fontcolor": "white", "box": True, "boxcolor": "black@0.6"}, 16, label="drawtext")
 
@@ -94,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
 
     pairs: dict[str, tuple[Callable[[Frame], Any], Callable[[Frame], Any]]] = {
         "drawbox (libavfilter)": (old_box, lambda f: drawbox.filter(f)),
-        "drawtext (Pillow)": (lambda f: whole_frame_blend(renderer, f, texts(f)),
-                              lambda f: renderer.draw(f, texts(f))),
+        "drawtext (Pillow)": (lambda f: whole_frame_blend(renderer, f, texts(f)), lambda f: renderer.draw(f, texts(f))),
     }
     print(f"{args.size} yuv420p, {args.boxes} boxes a frame, {args.frames} frames x {args.rounds} rounds")
     print(f"{'':<22} {'before ms':>10} {'now ms':>8} {'speed-up':>9}")
@@ -103,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         b_ms: list[float] = []
         n_ms: list[float] = []
         for r in range(args.rounds):
-            for which in ((before, now) if r % 2 == 0 else (now, before)):
+            for which in (before, now) if r % 2 == 0 else (now, before):
                 (b_ms if which is before else n_ms).append(timed(which, items))
         b, n = statistics.median(b_ms), statistics.median(n_ms)
         print(f"{name:<22} {b:>10.2f} {n:>8.2f} {b / n:>8.1f}x")

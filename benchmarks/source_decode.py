@@ -61,8 +61,9 @@ def source(path: str, module: Any = None, **kw: Any) -> int:
 
 def baseline(rev: str) -> Any:
     """avdnn.media.source as it was at ``rev``, importable next to today's."""
-    text = subprocess.run(["git", "show", f"{rev}:src/avdnn/media/source.py"], check=True, capture_output=True,
-                          text=True).stdout
+    text = subprocess.run(
+        ["git", "show", f"{rev}:src/avdnn/media/source.py"], check=True, capture_output=True, text=True
+    ).stdout
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(text)
     spec = importlib.util.spec_from_file_location("avdnn.media._source_baseline", f.name)
@@ -92,7 +93,7 @@ def main() -> None:
     names = list(variants)
     fps: dict[str, list[float]] = {k: [] for k in names}
     for r in range(args.rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             t0 = time.perf_counter()
             n = variants[name]()
             fps[name].append(n / (time.perf_counter() - t0))

@@ -73,8 +73,16 @@ def detections(gt: np.ndarray, seed: int, miss: float, jitter: float, fp: float)
         xywh = np.concatenate([xywh, np.concatenate([fxy, fwh], axis=1)])
         conf = np.concatenate([conf, rng.uniform(0.3, 0.8, n_fp)])
         xyxy = np.concatenate([xywh[:, :2], xywh[:, :2] + np.maximum(xywh[:, 2:], 1)], axis=1)
-        out.append(Detections(xyxy=xyxy, confidence=conf, class_id=np.zeros(len(conf)), labels=("person",) * len(conf),
-                              frame_size=SIZE, pts=f - 1))
+        out.append(
+            Detections(
+                xyxy=xyxy,
+                confidence=conf,
+                class_id=np.zeros(len(conf)),
+                labels=("person",) * len(conf),
+                frame_size=SIZE,
+                pts=f - 1,
+            )
+        )
     return out
 
 
@@ -98,8 +106,10 @@ def direct_ids(name: str, dets: list[Detections]) -> list[list[int]]:
     tracker = getattr(importlib.import_module(module), cls)(frame_rate=FPS)
     out = []
     for i, det in enumerate(dets):
-        res = tracker.update(sv.Detections(xyxy=det.xyxy.copy(), confidence=det.confidence.copy(),
-                                           class_id=det.class_id.copy()), timestamp=i / FPS)
+        res = tracker.update(
+            sv.Detections(xyxy=det.xyxy.copy(), confidence=det.confidence.copy(), class_id=det.class_id.copy()),
+            timestamp=i / FPS,
+        )
         by_box = {tuple(b): int(t) for b, t in zip(res.xyxy.tolist(), res.tracker_id.tolist(), strict=True)}
         out.append([by_box.get(tuple(b), -1) for b in det.xyxy.tolist()])
     return out
@@ -126,8 +136,11 @@ def metrics(gt: np.ndarray, recs: list[Detections], work: Path) -> dict[str, flo
         hyp = rec.xyxy[keep]
         hyp_xywh = np.concatenate([hyp[:, :2], hyp[:, 2:] - hyp[:, :2]], axis=1)
         # motmetrics 1.4.0's iou_matrix calls np.asfarray (gone in numpy 2): trackers' box_iou instead
-        iou = box_iou(rows[:, 2:6], hyp_xywh, box_format="xywh") if len(rows) and len(hyp) else np.zeros(
-            (len(rows), len(hyp)))
+        iou = (
+            box_iou(rows[:, 2:6], hyp_xywh, box_format="xywh")
+            if len(rows) and len(hyp)
+            else np.zeros((len(rows), len(hyp)))
+        )
         dist = np.where(iou >= 0.5, 1 - iou, np.nan)
         acc.update(rows[:, 1].astype(int).tolist(), rec.track_ids[keep].tolist(), dist)
     summary = mm.metrics.create().compute(acc, metrics=["mota", "idf1", "num_switches"], name="s")
@@ -136,9 +149,13 @@ def metrics(gt: np.ndarray, recs: list[Detections], work: Path) -> dict[str, flo
     hyp_file.write_text("\n".join(mot_lines(recs)) + "\n")
     res = evaluate_mot_sequence(gt_file, hyp_file, metrics=["CLEAR", "HOTA", "Identity"])
     assert res.HOTA is not None and res.CLEAR is not None  # both were asked for
-    return {"MOTA": float(summary["mota"].iloc[0]), "IDF1": float(summary["idf1"].iloc[0]),
-            "IDSW": int(summary["num_switches"].iloc[0]), "HOTA": float(res.HOTA.HOTA),
-            "MOTA_trackers_eval": float(res.CLEAR.MOTA)}
+    return {
+        "MOTA": float(summary["mota"].iloc[0]),
+        "IDF1": float(summary["idf1"].iloc[0]),
+        "IDSW": int(summary["num_switches"].iloc[0]),
+        "HOTA": float(res.HOTA.HOTA),
+        "MOTA_trackers_eval": float(res.CLEAR.MOTA),
+    }
 
 
 def speed(intervals: list[int], rounds: int, frames: int = 100) -> int:
@@ -191,20 +208,28 @@ def main(argv: list[str] | None = None) -> int:
             for name in names:
                 for interval in intervals:
                     recs, spent = track(name, dets, interval)
-                    row = {"sequence": seq, "tracker": name, "interval": interval,
-                           **metrics(gt, recs, Path(tmp)), "ms_per_frame": 1000 * spent / len(dets)}
+                    row = {
+                        "sequence": seq,
+                        "tracker": name,
+                        "interval": interval,
+                        **metrics(gt, recs, Path(tmp)),
+                        "ms_per_frame": 1000 * spent / len(dets),
+                    }
                     rows.append(row)
                     if interval == 1:
                         want = direct_ids(name, dets)
                         got = [r.track_ids.tolist() for r in recs]
                         compared += sum(len(w) for w in want)
-                        same += sum(a == b for w, g in zip(want, got, strict=True)
-                                    for a, b in zip(w, g, strict=True))
-    print(f"{'sequence':<15} {'tracker':<10} {'interval':>8} {'MOTA':>7} {'IDF1':>7} {'HOTA':>7} {'IDSW':>5} "
-          f"{'ms/frame':>9}")
+                        same += sum(a == b for w, g in zip(want, got, strict=True) for a, b in zip(w, g, strict=True))
+    print(
+        f"{'sequence':<15} {'tracker':<10} {'interval':>8} {'MOTA':>7} {'IDF1':>7} {'HOTA':>7} {'IDSW':>5} "
+        f"{'ms/frame':>9}"
+    )
     for r in rows:
-        print(f"{r['sequence']:<15} {r['tracker']:<10} {r['interval']:>8} {r['MOTA']:>7.3f} {r['IDF1']:>7.3f} "
-              f"{r['HOTA']:>7.3f} {r['IDSW']:>5} {r['ms_per_frame']:>9.2f}")
+        print(
+            f"{r['sequence']:<15} {r['tracker']:<10} {r['interval']:>8} {r['MOTA']:>7.3f} {r['IDF1']:>7.3f} "
+            f"{r['HOTA']:>7.3f} {r['IDSW']:>5} {r['ms_per_frame']:>9.2f}"
+        )
     print(f"adapter vs trackers directly (interval 1): {same}/{compared} boxes with the same id")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "same_ids": same, "compared": compared}, indent=1))

@@ -57,8 +57,12 @@ def clip_paths() -> tuple[dict[str, str], str | None]:
 
 def run_ffmpeg(exe: str, args: Sequence[str], *, timeout: float = 60) -> Result:
     """Run the oracle quietly; stdout as bytes."""
-    proc = subprocess.run([exe, "-hide_banner", "-loglevel", "error", "-nostdin", *args],
-                          capture_output=True, timeout=timeout, check=False)
+    proc = subprocess.run(
+        [exe, "-hide_banner", "-loglevel", "error", "-nostdin", *args],
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
 
 
@@ -87,6 +91,5 @@ def run_cli(argv: Sequence[str]) -> Result:
 
 def run_cli_subprocess(argv: Sequence[str], *, timeout: float = 60) -> Result:
     """Run ``python -m avdnn argv`` as a child process."""
-    proc = subprocess.run([sys.executable, "-m", "avdnn", *argv], capture_output=True, timeout=timeout,
-                          check=False)
+    proc = subprocess.run([sys.executable, "-m", "avdnn", *argv], capture_output=True, timeout=timeout, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))

@@ -82,8 +82,9 @@ def filters(register) -> Iterator[None]:  # type: ignore[no-untyped-def]
 
 def test_a_lossy_stage_is_caught(filters: None, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="avdnn"):
-        stats = avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_lossy", input_format="lavfi",
-                          output=str(tmp_path / "o.mkv"))
+        stats = avdnn.run(
+            "testsrc=s=64x48:d=1", "avdnn_test_lossy", input_format="lavfi", output=str(tmp_path / "o.mkv")
+        )
     assert stats.frames_read == 25 and stats.frames_written == 17
     assert not stats.check()
     problems = stats.violations()
@@ -155,8 +156,21 @@ def test_keyboard_interrupt_inside_a_filter_stays_an_interrupt(tmp_path: Path, r
 
 def test_ctrl_c_finishes_the_output_and_exits_255(tmp_path: Path) -> None:
     out = tmp_path / "interrupted.mkv"
-    cmd = [sys.executable, "-m", "avdnn", "-hide_banner", "-f", "lavfi", "-i", "testsrc2=s=640x360:d=120",
-           "-vf", "gblur=sigma=8", "-c:v", "ffv1", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "avdnn",
+        "-hide_banner",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=s=640x360:d=120",
+        "-vf",
+        "gblur=sigma=8",
+        "-c:v",
+        "ffv1",
+        str(out),
+    ]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while (not out.exists() or out.stat().st_size < 20_000) and time.monotonic() < deadline:
@@ -174,8 +188,7 @@ def test_ctrl_c_finishes_the_output_and_exits_255(tmp_path: Path) -> None:
 
 
 def test_streams_are_counted_per_stream(clip: dict[str, str], tmp_path: Path) -> None:
-    stats = avdnn.run(clip["bigbuckbunny"], output=str(tmp_path / "o.mkv"), audio_codec="copy", frames=10,
-                      codec="ffv1")
+    stats = avdnn.run(clip["bigbuckbunny"], output=str(tmp_path / "o.mkv"), audio_codec="copy", frames=10, codec="ffv1")
     assert stats.frames_written == 10 and stats.check(), stats.summary()
     (audio,) = stats.streams
     assert audio.media_type == "audio" and audio.codec == "copy"

@@ -278,8 +278,10 @@ def test_with_planes_keeps_timing_and_side_data() -> None:
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, avdnn; heavy = ['onnxruntime', 'torch', 'tensorflow', 'openvino', 'ray'];"
-            "print([m for m in heavy if m in sys.modules])")
+    code = (
+        "import sys, avdnn; heavy = ['onnxruntime', 'torch', 'tensorflow', 'openvino', 'ray'];"
+        "print([m for m in heavy if m in sys.modules])"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert proc.stdout.strip() == "[]"
 
@@ -289,8 +291,18 @@ def test_all_is_sorted_and_complete() -> None:
     assert len(set(avdnn.__all__)) == len(avdnn.__all__)
     for name in avdnn.__all__:
         assert hasattr(avdnn, name), name
-    public = {n for n in vars(avdnn) if not n.startswith("_")} - {"annotations", "api", "errors", "graph",
-                                                                    "media", "filters", "dnn", "cli", "help", "zoo",
-                                                                    "tracking"}
+    public = {n for n in vars(avdnn) if not n.startswith("_")} - {
+        "annotations",
+        "api",
+        "errors",
+        "graph",
+        "media",
+        "filters",
+        "dnn",
+        "cli",
+        "help",
+        "zoo",
+        "tracking",
+    }
     assert public <= set(avdnn.__all__), public - set(avdnn.__all__)
     assert isinstance(avdnn.__version__, str)

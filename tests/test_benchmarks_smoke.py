@@ -13,9 +13,20 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_quick_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "results.json"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--cases", "smoke,memory",
-         "--no-ffmpeg", "--json", str(out)],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "run.py"),
+            "--quick",
+            "--cases",
+            "smoke,memory",
+            "--no-ffmpeg",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(out.read_text())

@@ -90,8 +90,7 @@ def _decoded(path: Path) -> int:
 @pytest.mark.parametrize(("name", "extra"), [("out.mp4", ["-c:v", "libx264"]), ("out.mkv", [])])
 def test_cli_failure_finishes_the_output(tmp_path: Path, boom: type[Filter], name: str, extra: list[str]) -> None:
     out = tmp_path / name
-    res = run_cli(["-hide_banner", "-y", *SRC, "-vf", "scale=32:32,avdnn_test_boom,format=yuv420p",
-                   *extra, str(out)])
+    res = run_cli(["-hide_banner", "-y", *SRC, "-vf", "scale=32:32,avdnn_test_boom,format=yuv420p", *extra, str(out)])
     assert res.rc != 0
     assert res.rc == 0xFF & -542398533  # AVERROR_EXTERNAL's low byte, as ffmpeg would exit
     assert "Traceback" not in res.err
@@ -141,8 +140,20 @@ def test_api_failure_while_iterating(boom: type[Filter]) -> None:
 
 
 def test_early_stop_closes_a_holding_filter_once(pairs: type[_Pairs]) -> None:
-    res = run_cli(["-hide_banner", *SRC, "-vf", "avdnn_test_pairs,format=gray", "-frames:v", "3",
-                   "-bitexact", "-f", "framecrc", "-"])
+    res = run_cli(
+        [
+            "-hide_banner",
+            *SRC,
+            "-vf",
+            "avdnn_test_pairs,format=gray",
+            "-frames:v",
+            "3",
+            "-bitexact",
+            "-f",
+            "framecrc",
+            "-",
+        ]
+    )
     assert res.rc == 0, res.err
     assert len([line for line in res.out.decode().splitlines() if not line.startswith("#")]) == 3
     assert pairs.closed == 1

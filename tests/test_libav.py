@@ -12,8 +12,14 @@ import pytest
 from avdnn import errors
 from avdnn.media import libav
 
-IN = {"width": 64, "height": 64, "pix_fmt": "yuv420p", "time_base": Fraction(1, 25),
-          "frame_rate": Fraction(25), "sar": Fraction(1)}
+IN = {
+    "width": 64,
+    "height": 64,
+    "pix_fmt": "yuv420p",
+    "time_base": Fraction(1, 25),
+    "frame_rate": Fraction(25),
+    "sar": Fraction(1),
+}
 
 
 def _opt(filter_name: str, option: str) -> libav.OptionInfo:
@@ -66,15 +72,18 @@ def test_probe_setpts_keeps_link_rate() -> None:
     assert info.frame_rate == Fraction(25)  # libavfilter 11's setpts leaves the link rate alone
 
 
-@pytest.mark.parametrize(("chain", "field", "value"), [
-    ("settb=1/1000", "time_base", Fraction(1, 1000)),
-    ("setsar=2", "sar", Fraction(2)),
-    ("framerate=50", "frame_rate", Fraction(50)),
-    ("crop=16:8", "width", 16),
-    ("transpose=1,scale=iw/2:ih", "height", 64),
-    ("split[a][b];[a][b]hstack", "width", 128),
-    ("format=rgb24", "pix_fmt", "rgb24"),
-])
+@pytest.mark.parametrize(
+    ("chain", "field", "value"),
+    [
+        ("settb=1/1000", "time_base", Fraction(1, 1000)),
+        ("setsar=2", "sar", Fraction(2)),
+        ("framerate=50", "frame_rate", Fraction(50)),
+        ("crop=16:8", "width", 16),
+        ("transpose=1,scale=iw/2:ih", "height", 64),
+        ("split[a][b];[a][b]hstack", "width", 128),
+        ("format=rgb24", "pix_fmt", "rgb24"),
+    ],
+)
 def test_probe_various(chain: str, field: str, value: object) -> None:
     assert getattr(libav.probe_chain(chain, **IN), field) == value
 
@@ -86,19 +95,21 @@ def test_probe_unknown_rate_and_sar() -> None:
 
 
 def test_probe_odd_rates() -> None:
-    info = libav.probe_chain("", **{**IN, "time_base": Fraction(1001, 30000),
-                                    "frame_rate": Fraction(30000, 1001)})
+    info = libav.probe_chain("", **{**IN, "time_base": Fraction(1001, 30000), "frame_rate": Fraction(30000, 1001)})
     assert info.frame_rate == Fraction(30000, 1001)
     assert info.time_base == Fraction(1001, 30000)
 
 
-@pytest.mark.parametrize(("chain", "cls", "code"), [
-    ("scale=w=abc", errors.InvalidArgumentError, -errno.EINVAL),
-    ("fps=abc", errors.InvalidArgumentError, -errno.EINVAL),
-    ("nosuchfilter", errors.FilterNotFoundError, errors.AVERROR_FILTER_NOT_FOUND),
-    ("scale=foo=1", errors.OptionNotFoundError, errors.AVERROR_OPTION_NOT_FOUND),
-    ("split", errors.InvalidArgumentError, -errno.EINVAL),  # an unconnected output pad
-])
+@pytest.mark.parametrize(
+    ("chain", "cls", "code"),
+    [
+        ("scale=w=abc", errors.InvalidArgumentError, -errno.EINVAL),
+        ("fps=abc", errors.InvalidArgumentError, -errno.EINVAL),
+        ("nosuchfilter", errors.FilterNotFoundError, errors.AVERROR_FILTER_NOT_FOUND),
+        ("scale=foo=1", errors.OptionNotFoundError, errors.AVERROR_OPTION_NOT_FOUND),
+        ("split", errors.InvalidArgumentError, -errno.EINVAL),  # an unconnected output pad
+    ],
+)
 def test_probe_errors(chain: str, cls: type[errors.AvdnnError], code: int) -> None:
     with pytest.raises(cls) as exc_info:
         libav.probe_chain(chain, **IN)
@@ -130,8 +141,10 @@ def test_probe_is_thread_safe() -> None:
     expected = [libav.probe_chain(c, **IN) for c in chains]
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(lambda c: libav.probe_chain(c, **IN), chains)) == expected
-        assert list(pool.map(libav.filter_options, ["scale", "fps"] * 8)) == [
-            libav.filter_options("scale"), libav.filter_options("fps")] * 8
+        assert (
+            list(pool.map(libav.filter_options, ["scale", "fps"] * 8))
+            == [libav.filter_options("scale"), libav.filter_options("fps")] * 8
+        )
 
 
 # --------------------------------------------------------------------------- filter options
@@ -231,10 +244,19 @@ def test_filter_info() -> None:
     assert fps is not None and not fps.timeline
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("testsrc", True), ("color", True), ("movie", True), ("nullsrc", True),
-    ("scale", False), ("hstack", False), ("overlay", False), ("nullsink", False),
-    ("nosuchfilter", False),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("testsrc", True),
+        ("color", True),
+        ("movie", True),
+        ("nullsrc", True),
+        ("scale", False),
+        ("hstack", False),
+        ("overlay", False),
+        ("nullsink", False),
+        ("nosuchfilter", False),
+    ],
+)
 def test_filter_is_source(name: str, expected: bool) -> None:
     assert libav.filter_is_source(name) is expected

@@ -112,8 +112,16 @@ def test_auto_needs_a_minimum_of_minus_one() -> None:
 
 @pytest.mark.parametrize(
     ("opt", "text"),
-    [(INT, "abc"), (INT, ""), (INT, "1q"), (FLOAT, "nan"), (BOOL, "maybe"), (LIST, "1&x"), (LIST, ""),
-     (ENUM, "tflite")],
+    [
+        (INT, "abc"),
+        (INT, ""),
+        (INT, "1q"),
+        (FLOAT, "nan"),
+        (BOOL, "maybe"),
+        (LIST, "1&x"),
+        (LIST, ""),
+        (ENUM, "tflite"),
+    ],
 )
 def test_unparsable(opt: Option, text: str) -> None:
     with pytest.raises(InvalidArgumentError) as info:
@@ -155,7 +163,12 @@ OPTS = (
 
 def test_bind_defaults() -> None:
     assert bind_options(OPTS, [], filter_name="f") == {
-        "model": None, "input": "x", "output": "y", "backend_configs": None, "nireq": 0, "async": True,
+        "model": None,
+        "input": "x",
+        "output": "y",
+        "backend_configs": None,
+        "nireq": 0,
+        "async": True,
     }
 
 
@@ -263,9 +276,17 @@ def test_codes() -> None:
 
 @pytest.mark.parametrize(
     ("err", "cls"),
-    [(errno.EAGAIN, IOFailureError), (errno.EINVAL, InvalidArgumentError), (errno.EPERM, PermissionDeniedError),
-     (errno.EACCES, PermissionDeniedError), (errno.ENOENT, NotFoundError), (errno.ENOMEM, OutOfMemoryError),
-     (errno.ENOSYS, NotSupportedError), (errno.ERANGE, OutOfRangeError), (errno.EIO, IOFailureError)],
+    [
+        (errno.EAGAIN, IOFailureError),
+        (errno.EINVAL, InvalidArgumentError),
+        (errno.EPERM, PermissionDeniedError),
+        (errno.EACCES, PermissionDeniedError),
+        (errno.ENOENT, NotFoundError),
+        (errno.ENOMEM, OutOfMemoryError),
+        (errno.ENOSYS, NotSupportedError),
+        (errno.ERANGE, OutOfRangeError),
+        (errno.EIO, IOFailureError),
+    ],
 )
 def test_from_errno(err: int, cls: type[AvdnnError]) -> None:
     exc = errors.from_errno(err, filter="dnn_detect")
@@ -277,15 +298,17 @@ def test_from_errno(err: int, cls: type[AvdnnError]) -> None:
 
 @pytest.mark.parametrize(
     ("code", "cls", "text"),
-    [(AVERROR_EXTERNAL, ExternalError, "Generic error in an external library"),
-     (errors.AVERROR_INVALIDDATA, InvalidDataError, "Invalid data found when processing input"),
-     (errors.AVERROR_FILTER_NOT_FOUND, FilterNotFoundError, "Filter not found"),
-     (errors.AVERROR_OPTION_NOT_FOUND, OptionNotFoundError, "Option not found"),
-     (errors.AVERROR_PATCHWELCOME, NotSupportedError, "Not yet implemented in FFmpeg, patches welcome"),
-     (errors.AVERROR_ENCODER_NOT_FOUND, NotFoundError, "Encoder not found"),
-     (-errno.EAGAIN, IOFailureError, "Resource temporarily unavailable"),
-     (errors.AVERROR_EOF, AvdnnError, "End of file"),
-     (errors.DNN_GENERIC_ERROR, AvdnnError, "Generic DNN error")],
+    [
+        (AVERROR_EXTERNAL, ExternalError, "Generic error in an external library"),
+        (errors.AVERROR_INVALIDDATA, InvalidDataError, "Invalid data found when processing input"),
+        (errors.AVERROR_FILTER_NOT_FOUND, FilterNotFoundError, "Filter not found"),
+        (errors.AVERROR_OPTION_NOT_FOUND, OptionNotFoundError, "Option not found"),
+        (errors.AVERROR_PATCHWELCOME, NotSupportedError, "Not yet implemented in FFmpeg, patches welcome"),
+        (errors.AVERROR_ENCODER_NOT_FOUND, NotFoundError, "Encoder not found"),
+        (-errno.EAGAIN, IOFailureError, "Resource temporarily unavailable"),
+        (errors.AVERROR_EOF, AvdnnError, "End of file"),
+        (errors.DNN_GENERIC_ERROR, AvdnnError, "Generic DNN error"),
+    ],
 )
 def test_from_code(code: int, cls: type[AvdnnError], text: str) -> None:
     exc = errors.from_code(code)
@@ -296,9 +319,15 @@ def test_from_code(code: int, cls: type[AvdnnError], text: str) -> None:
 
 @pytest.mark.parametrize(
     ("code", "cls"),
-    [(-errno.ENOENT, NotFoundError), (-errno.EINVAL, InvalidArgumentError), (-errno.EPERM, PermissionDeniedError),
-     (-errno.EAGAIN, IOFailureError), (AVERROR_EXTERNAL, ExternalError),
-     (errors.AVERROR_INVALIDDATA, InvalidDataError), (errors.AVERROR_OPTION_NOT_FOUND, OptionNotFoundError)],
+    [
+        (-errno.ENOENT, NotFoundError),
+        (-errno.EINVAL, InvalidArgumentError),
+        (-errno.EPERM, PermissionDeniedError),
+        (-errno.EAGAIN, IOFailureError),
+        (AVERROR_EXTERNAL, ExternalError),
+        (errors.AVERROR_INVALIDDATA, InvalidDataError),
+        (errors.AVERROR_OPTION_NOT_FOUND, OptionNotFoundError),
+    ],
 )
 def test_from_av_error(code: int, cls: type[AvdnnError]) -> None:
     import av.error

@@ -77,8 +77,10 @@ CASES: list[tuple[str, str]] = [
     ("select_escaped", f"{LAVFI} testsrc=s=64x48:d=1 -vf \"select='not(mod(n\\,3))'\" {FRAMEMD5}"),
     ("select_vfr", f"{LAVFI} testsrc=s=64x48:d=1 -vf 'select=eq(n\\,2)+eq(n\\,7)' {FRAMEMD5}"),
     ("select_cfr", f"{LAVFI} testsrc=s=64x48:d=1 -fps_mode cfr -vf 'select=eq(n\\,2)+eq(n\\,7)' {FRAMEMD5}"),
-    ("select_passthrough",
-     f"{LAVFI} testsrc=s=64x48:d=1 -fps_mode passthrough -vf 'select=eq(n\\,2)+eq(n\\,7)' {FRAMEMD5}"),
+    (
+        "select_passthrough",
+        f"{LAVFI} testsrc=s=64x48:d=1 -fps_mode passthrough -vf 'select=eq(n\\,2)+eq(n\\,7)' {FRAMEMD5}",
+    ),
     ("select_none", f"{LAVFI} testsrc=s=64x48:d=1 -vf select=0,scale=30:20 {FRAMEMD5}"),
     ("lutrgb_quoted", f"{TS} -vf \"lutrgb=r='val*0.5'\" {FRAMEMD5}"),
     ("geq_quoted", f"{TS} -vf \"geq=lum='X+Y':cb=128:cr=128\" {FRAMEMD5}"),

@@ -342,9 +342,7 @@ def test_format_chain_round_trip_property(chain: list[FilterSpec]) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(clean_texts, max_size=3), st.lists(st.tuples(keys, clean_texts), max_size=3), names)
-def test_two_level_round_trip(
-    positional: list[str], keyed: list[tuple[str, str]], name: str
-) -> None:
+def test_two_level_round_trip(positional: list[str], keyed: list[tuple[str, str]], name: str) -> None:
     parts = [escape_value(v) for v in positional] + [f"{k}={escape_value(v)}" for k, v in keyed]
     args = ":".join(parts)
     expected = [(None, v) for v in positional] + list(keyed)

@@ -54,8 +54,9 @@ def test_readme_shell_example_runs(line: str, clip: dict[str, str], tmp_path: Pa
     else:
         cwd = tmp_path
     (cwd / "out").mkdir(parents=True, exist_ok=True)
-    res = subprocess.run(["bash", "-c", line], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300,
-                         check=False)
+    res = subprocess.run(
+        ["bash", "-c", line], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300, check=False
+    )
     assert res.returncode == 0, f"{line}\n{res.stderr[-3000:]}"
 
 

@@ -43,6 +43,7 @@ def __getattr__(name: str) -> _Any:
         return importlib.import_module(f"{__name__}.batch")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "AvdnnError",
     "BackendUnavailableError",

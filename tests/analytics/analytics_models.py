@@ -26,13 +26,19 @@ def _save(path: Path, nodes: list, inputs: list, outputs: list, inits: list) -> 
     return str(path)
 
 
-def input_shape(height: int | str = 300, width: int | str = 300, *, nhwc: bool = False,
-                channels: int = 3) -> list[Any]:
+def input_shape(height: int | str = 300, width: int | str = 300, *, nhwc: bool = False, channels: int = 3) -> list[Any]:
     return ["N", height, width, channels] if nhwc else ["N", channels, height, width]
 
 
-def constant(tmp: Path, name: str, outputs: list[np.ndarray], *, shape: list[Any] | None = None,
-             elem: int = F32, names: list[str] | None = None) -> str:
+def constant(
+    tmp: Path,
+    name: str,
+    outputs: list[np.ndarray],
+    *,
+    shape: list[Any] | None = None,
+    elem: int = F32,
+    names: list[str] | None = None,
+) -> str:
     """A model whose outputs are ``outputs`` (each [1, ...]) repeated for every batch item."""
     shape = shape or input_shape()
     nodes = [helper.make_node("Cast", ["x"], ["xf"], to=F32)]
@@ -45,12 +51,16 @@ def constant(tmp: Path, name: str, outputs: list[np.ndarray], *, shape: list[Any
         rank = arr.ndim
         # per-item zero of the output's rank, so the constant broadcasts to [N, ...]
         nodes.append(helper.make_node("ReduceSum", ["xf", f"axes{i}"], [f"s{i}"], keepdims=1))
-        nodes += [helper.make_node("Mul", [f"s{i}", "zero"], [f"z{i}"]),
-                  helper.make_node("Reshape", [f"z{i}", f"rs{i}"], [f"zr{i}"]),
-                  helper.make_node("Add", [f"c{i}", f"zr{i}"], [out])]
-        inits += [numpy_helper.from_array(np.array([1, 2, 3], np.int64), f"axes{i}"),
-                  numpy_helper.from_array(np.array([-1] + [1] * (rank - 1), np.int64), f"rs{i}"),
-                  numpy_helper.from_array(arr, f"c{i}")]
+        nodes += [
+            helper.make_node("Mul", [f"s{i}", "zero"], [f"z{i}"]),
+            helper.make_node("Reshape", [f"z{i}", f"rs{i}"], [f"zr{i}"]),
+            helper.make_node("Add", [f"c{i}", f"zr{i}"], [out]),
+        ]
+        inits += [
+            numpy_helper.from_array(np.array([1, 2, 3], np.int64), f"axes{i}"),
+            numpy_helper.from_array(np.array([-1] + [1] * (rank - 1), np.int64), f"rs{i}"),
+            numpy_helper.from_array(arr, f"c{i}"),
+        ]
         outs.append(helper.make_tensor_value_info(out, F32, ["N", *arr.shape[1:]]))
     return _save(tmp / f"{name}.onnx", nodes, [helper.make_tensor_value_info("x", elem, shape)], outs, inits)
 
@@ -61,25 +71,38 @@ def mean_classifier(tmp: Path, size: int = 8, classes: int = 256, name: str = "m
     Lets a test see which crop each result came from (order checks with batch_size > 1).
     """
     ks = numpy_helper.from_array(np.arange(classes, dtype=np.float32).reshape(1, classes), "ks")
-    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[1, 2, 3], keepdims=0),
-             helper.make_node("Reshape", ["m", "shape"], ["m2"]),
-             helper.make_node("Sub", ["ks", "m2"], ["d"]),
-             helper.make_node("Abs", ["d"], ["a"]),
-             helper.make_node("Neg", ["a"], ["y"])]
+    nodes = [
+        helper.make_node("ReduceMean", ["x"], ["m"], axes=[1, 2, 3], keepdims=0),
+        helper.make_node("Reshape", ["m", "shape"], ["m2"]),
+        helper.make_node("Sub", ["ks", "m2"], ["d"]),
+        helper.make_node("Abs", ["d"], ["a"]),
+        helper.make_node("Neg", ["a"], ["y"]),
+    ]
     inits = [ks, numpy_helper.from_array(np.array([-1, 1], np.int64), "shape")]
-    return _save(tmp / f"{name}.onnx", nodes, [helper.make_tensor_value_info("x", F32, ["N", 3, size, size])],
-                 [helper.make_tensor_value_info("y", F32, ["N", classes])], inits)
+    return _save(
+        tmp / f"{name}.onnx",
+        nodes,
+        [helper.make_tensor_value_info("x", F32, ["N", 3, size, size])],
+        [helper.make_tensor_value_info("y", F32, ["N", classes])],
+        inits,
+    )
 
 
 def channel_means(tmp: Path, *, nhwc: bool = False, elem: int = F32, size: int = 16) -> str:
     """Output [N, 3]: the mean of each input channel (shows the colour order and layout fed)."""
     axes = [1, 2] if nhwc else [2, 3]
-    nodes = [helper.make_node("Cast", ["x"], ["xf"], to=F32),
-             helper.make_node("ReduceMean", ["xf"], ["y"], axes=axes, keepdims=0)]
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xf"], to=F32),
+        helper.make_node("ReduceMean", ["xf"], ["y"], axes=axes, keepdims=0),
+    ]
     inits: list = []
-    return _save(tmp / f"chanmeans_{'nhwc' if nhwc else 'nchw'}_{elem}.onnx", nodes,
-                 [helper.make_tensor_value_info("x", elem, input_shape(size, size, nhwc=nhwc))],
-                 [helper.make_tensor_value_info("y", F32, ["N", 3])], inits)
+    return _save(
+        tmp / f"chanmeans_{'nhwc' if nhwc else 'nchw'}_{elem}.onnx",
+        nodes,
+        [helper.make_tensor_value_info("x", elem, input_shape(size, size, nhwc=nhwc))],
+        [helper.make_tensor_value_info("y", F32, ["N", 3])],
+        inits,
+    )
 
 
 # -- outputs giving the tf_det box: (0.25, 0.25, 0.75, 0.75) at 0.9 -> (16, 16) -> (48, 48) on 64x64 --------
@@ -91,8 +114,12 @@ def ssd_output(extra: list[list[float]] | None = None) -> np.ndarray:
 
 
 def tf_outputs() -> list[np.ndarray]:
-    return [np.array([[1.0]], np.float32), np.array([[0.9, 0.1]], np.float32), np.array([[1.0, 2.0]], np.float32),
-            np.array([[[0.25, 0.25, 0.75, 0.75], [0, 0, 0.1, 0.1]]], np.float32)]
+    return [
+        np.array([[1.0]], np.float32),
+        np.array([[0.9, 0.1]], np.float32),
+        np.array([[1.0, 2.0]], np.float32),
+        np.array([[[0.25, 0.25, 0.75, 0.75], [0, 0, 0.1, 0.1]]], np.float32),
+    ]
 
 
 def yolov5_output(rows: list[list[float]], nc: int = 2) -> np.ndarray:

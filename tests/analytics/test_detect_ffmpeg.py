@@ -79,13 +79,16 @@ def test_ssd_hardening_clamps_edges_and_labels() -> None:
     assert (box.x, box.w) == (-64, 192) and box.h == 0 and box.detect_label == "-1"
 
 
-@pytest.mark.parametrize("outs", [
-    [np.zeros((1, 1, 4, 6), F32)],
-    [np.zeros((1, 1, 4, 7), F32), np.zeros((1, 1, 4, 7), F32)],
-    [np.zeros((1, 1, 4, 5), F32), np.zeros((1, 1, 3), F32)],
-    [np.zeros((2, 1, 4, 7), F32)],
-    [],
-])
+@pytest.mark.parametrize(
+    "outs",
+    [
+        [np.zeros((1, 1, 4, 6), F32)],
+        [np.zeros((1, 1, 4, 7), F32), np.zeros((1, 1, 4, 7), F32)],
+        [np.zeros((1, 1, 4, 5), F32), np.zeros((1, 1, 3), F32)],
+        [np.zeros((2, 1, 4, 7), F32)],
+        [],
+    ],
+)
 def test_ssd_bad_shapes(outs: list[np.ndarray]) -> None:
     with pytest.raises(InvalidDataError) as info:
         parse("ssd", outs, ctx())
@@ -93,8 +96,12 @@ def test_ssd_bad_shapes(outs: list[np.ndarray]) -> None:
 
 
 def tf_outputs(scores: list[float], boxes: list[list[float]], classes: list[float], num: float | None = None):  # type: ignore[no-untyped-def]
-    return [np.array([len(scores) if num is None else num], F32), np.array([scores], F32),
-            np.array([classes], F32), np.array([boxes], F32)]
+    return [
+        np.array([len(scores) if num is None else num], F32),
+        np.array([scores], F32),
+        np.array([classes], F32),
+        np.array([boxes], F32),
+    ]
 
 
 def test_tf_tf_det_box() -> None:
@@ -105,19 +112,26 @@ def test_tf_tf_det_box() -> None:
 
 def test_tf_unsorted_scores_and_yxyx() -> None:
     # FFmpeg s.7 #24 wrote box i to slot i, assuming sorted scores; avdnn does not care
-    outs = tf_outputs([0.3, 0.9, 0.8, 0.95], [[0, 0, 0.1, 0.1], [0.25, 0.0, 0.5, 0.5], [0, 0.5, 0.25, 1.0],
-                                              [0.5, 0.5, 1, 1]], [1, 2, 3, 4], num=3)
+    outs = tf_outputs(
+        [0.3, 0.9, 0.8, 0.95],
+        [[0, 0, 0.1, 0.1], [0.25, 0.0, 0.5, 0.5], [0, 0.5, 0.25, 1.0], [0.5, 0.5, 1, 1]],
+        [1, 2, 3, 4],
+        num=3,
+    )
     det = parse("tf", outs, ctx())
     assert [b.detect_label for b in det] == ["2", "3"]
     assert det.ffmpeg_boxes().tolist() == [[0, 16, 32, 16], [32, 0, 32, 16]]
 
 
-@pytest.mark.parametrize(("outs", "text"), [
-    (tf_outputs([0.9], [[0, 0, 1, 1]], [1])[:3], "expected 4 outputs"),
-    (tf_outputs([0.9], [[0, 0, 1, 1]], [1], num=2), "num_detections must be a count in 0..1"),
-    (tf_outputs([0.9], [[0, 0, 1, 1]], [1], num=float("nan")), "num_detections"),
-    (tf_outputs([0.9, 0.8], [[0, 0, 1, 1]], [1, 2]), "must have 1 elements"),
-])
+@pytest.mark.parametrize(
+    ("outs", "text"),
+    [
+        (tf_outputs([0.9], [[0, 0, 1, 1]], [1])[:3], "expected 4 outputs"),
+        (tf_outputs([0.9], [[0, 0, 1, 1]], [1], num=2), "num_detections must be a count in 0..1"),
+        (tf_outputs([0.9], [[0, 0, 1, 1]], [1], num=float("nan")), "num_detections"),
+        (tf_outputs([0.9, 0.8], [[0, 0, 1, 1]], [1, 2]), "must have 1 elements"),
+    ],
+)
 def test_tf_malformed(outs: list[np.ndarray], text: str) -> None:
     with pytest.raises(InvalidDataError, match=text):
         parse("tf", outs, ctx())
@@ -126,8 +140,18 @@ def test_tf_malformed(outs: list[np.ndarray], text: str) -> None:
 # -- YOLO: a literal transcription of vf_dnn_detect.c as the oracle -----------------------------
 
 
-def c_yolo(outputs: list[np.ndarray], model_type: str, W: int, H: int, scale_w: int, scale_h: int, thr: float,
-           nb_classes: int, anchors: list[float], cell: tuple[int, int] = (0, 0)) -> list[tuple]:
+def c_yolo(
+    outputs: list[np.ndarray],
+    model_type: str,
+    W: int,
+    H: int,
+    scale_w: int,
+    scale_h: int,
+    thr: float,
+    nb_classes: int,
+    anchors: list[float],
+    cell: tuple[int, int] = (0, 0),
+) -> list[tuple]:
     """dnn_detect_parse_yolo_output + dnn_detect_fill_side_data, box by box, in C's precisions."""
     act = (lambda v: F32(1.0 / (1.0 + math.exp(-float(v))))) if model_type == "yolov4" else (lambda v: F32(v))
     thr32 = F32(thr)
@@ -179,8 +203,7 @@ def c_yolo(outputs: list[np.ndarray], model_type: str, W: int, H: int, scale_w: 
         union = F32(F32(p[2] * p[3] + r[2] * r[3]) - inter)
         return F32(inter / union) if union > 0 else F32(0)
 
-    return [p for p in cands
-            if not any(p[4] == r[4] and p[5] < r[5] and iou(p, r) >= thr32 for r in cands)]
+    return [p for p in cands if not any(p[4] == r[4] and p[5] < r[5] and iou(p, r) >= thr32 for r in cands)]
 
 
 def as_tuples(det) -> list[tuple]:  # type: ignore[no-untyped-def]
@@ -189,10 +212,10 @@ def as_tuples(det) -> list[tuple]:  # type: ignore[no-untyped-def]
 
 def test_yolo_v1v2_tf_det_box() -> None:
     out = np.zeros((1, 1 * 6 * 4 * 4), F32).reshape(1, 6, 4, 4)  # 1 box, 1 class, 4x4 cells (NCHW)
-    out[0, 0, 2, 1] = 1.0      # x offset at cx=1, cy=2 -> centre 2/4 of the width
-    out[0, 1, 2, 1] = 0.0      # y: (2 + 0)/4
-    out[0, 4, 2, 1] = 0.9      # objectness
-    out[0, 5, 2, 1] = 1.0      # class 0 score
+    out[0, 0, 2, 1] = 1.0  # x offset at cx=1, cy=2 -> centre 2/4 of the width
+    out[0, 1, 2, 1] = 0.0  # y: (2 + 0)/4
+    out[0, 4, 2, 1] = 0.9  # objectness
+    out[0, 5, 2, 1] = 1.0  # class 0 score
     c = ctx(cell_w=4, cell_h=4, nb_classes=1, anchors=(2.0, 2.0), confidence=0.5)
     det = parse("yolo", [out, np.ones((1, 3, 3, 3), F32)], c)  # only output 0 is parsed
     assert summary(det) == [(REGION[0], "0", (9000, 10000))]
@@ -201,7 +224,8 @@ def test_yolo_v1v2_tf_det_box() -> None:
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_yolov3_tf_det_box(layout: str) -> None:
     out = np.zeros((1, 6, 4, 4), F32)
-    out[0, 0, 0, 2] = 0.0; out[0, 1, 0, 2] = 0.0  # noqa: E702  cx=2, cy=0
+    out[0, 0, 0, 2] = 0.0
+    out[0, 1, 0, 2] = 0.0  # noqa: E702  cx=2, cy=0
     out[0, 1, 0, 2] = 2.0  # y = (0 + 2)/4
     out[0, 4, 0, 2] = 0.9
     out[0, 5, 0, 2] = 1.0
@@ -227,19 +251,30 @@ def test_yolo_anchors_across_outputs_nchw_and_nhwc() -> None:
     for o in (o1, o2):
         o[:] = rng.normal(0, 0.3, o.shape)
     o1[0, 4] = o1[0, 4 + 7] = 0.0
-    o1[0, 4, 1, 0] = 0.95; o1[0, 5, 1, 0] = 1.0  # noqa: E702  box 0 -> anchors 0,1
-    o1[0, 7 + 4, 0, 1] = 0.8; o1[0, 7 + 6, 0, 1] = 1.0  # noqa: E702  box 1 -> anchors 2,3
+    o1[0, 4, 1, 0] = 0.95
+    o1[0, 5, 1, 0] = 1.0  # noqa: E702  box 0 -> anchors 0,1
+    o1[0, 7 + 4, 0, 1] = 0.8
+    o1[0, 7 + 6, 0, 1] = 1.0  # noqa: E702  box 1 -> anchors 2,3
     o2[0, 4] = 0.0
-    o2[0, 4, 3, 3] = 0.7; o2[0, 5, 3, 3] = 1.0  # noqa: E702  output 1 box 0 -> anchors 4,5 (cumulative)
+    o2[0, 4, 3, 3] = 0.7
+    o2[0, 5, 3, 3] = 1.0  # noqa: E702  output 1 box 0 -> anchors 4,5 (cumulative)
     anchors = [10, 12, 30, 20, 50, 60]
-    c = ctx(frame_width=320, frame_height=240, input_width=160, input_height=160, nb_classes=nb,
-            anchors=tuple(anchors), confidence=0.5)
+    c = ctx(
+        frame_width=320,
+        frame_height=240,
+        input_width=160,
+        input_height=160,
+        nb_classes=nb,
+        anchors=tuple(anchors),
+        confidence=0.5,
+    )
     det = parse("yolov3", [o1, o2], c)
     want = c_yolo([o1, o2], "yolov3", 320, 240, 160, 160, 0.5, nb, anchors)
     assert as_tuples(det) == want and len(want) == 3
     # the widths come from anchors 0, 2 and 4: w = exp(t) * anchor * 320 / 160
-    for (_, _, w, _, _, _), a, t in zip(want, (10, 30, 50), (o1[0, 2, 1, 0], o1[0, 9, 0, 1], o2[0, 2, 3, 3]),
-                                        strict=True):
+    for (_, _, w, _, _, _), a, t in zip(
+        want, (10, 30, 50), (o1[0, 2, 1, 0], o1[0, 9, 0, 1], o2[0, 2, 3, 3]), strict=True
+    ):
         assert w == int(math.exp(float(t)) * float(np.float32(a)) * 320 / 160)
     nhwc = [o1.transpose(0, 2, 3, 1).copy(), o2.transpose(0, 2, 3, 1).copy()]
     assert as_tuples(parse("yolov3", nhwc, replace(c, layout="NHWC"))) == want
@@ -252,14 +287,25 @@ def test_yolo_nhwc_auto_detect_matches_ffmpeg_rule() -> None:
     rng = np.random.default_rng(2)
     o = rng.normal(0, 1, (1, 13, 13, 3 * 7)).astype(F32)  # NHWC: dims[2] != dims[3] and dims[2] == dims[1]
     anchors = [10, 13, 16, 30, 33, 23]
-    c = ctx(frame_width=416, frame_height=416, input_width=416, input_height=416, nb_classes=2,
-            anchors=tuple(anchors), confidence=0.3)
+    c = ctx(
+        frame_width=416,
+        frame_height=416,
+        input_width=416,
+        input_height=416,
+        nb_classes=2,
+        anchors=tuple(anchors),
+        confidence=0.3,
+    )
     assert as_tuples(parse("yolov3", [o], c)) == c_yolo([o], "yolov3", 416, 416, 416, 416, 0.3, 2, anchors)
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), model_type=st.sampled_from(["yolo", "yolov3", "yolov4"]),
-       nhwc=st.booleans(), thr=st.sampled_from([0.05, 0.2, 0.5, 0.7]))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    model_type=st.sampled_from(["yolo", "yolov3", "yolov4"]),
+    nhwc=st.booleans(),
+    thr=st.sampled_from([0.05, 0.2, 0.5, 0.7]),
+)
 def test_yolo_matches_c_transcription(seed: int, model_type: str, nhwc: bool, thr: float) -> None:
     rng = np.random.default_rng(seed)
     nb, boxes, gw, gh = int(rng.integers(1, 4)), int(rng.integers(1, 4)), 5, 3
@@ -274,9 +320,18 @@ def test_yolo_matches_c_transcription(seed: int, model_type: str, nhwc: bool, th
         outs = [o.transpose(0, 2, 3, 1).copy() for o in outs]
     anchors = [float(v) for v in rng.uniform(0.2, 1.5, 4 * boxes) * (1 if model_type == "yolo" else 40)]
     W, H = int(rng.integers(32, 700)), int(rng.integers(32, 500))
-    c = DetectContext(frame_width=W, frame_height=H, input_width=320, input_height=224, confidence=thr,
-                      nb_classes=nb, anchors=tuple(anchors), cell_w=gw, cell_h=gh,
-                      layout="NHWC" if nhwc else "NCHW")
+    c = DetectContext(
+        frame_width=W,
+        frame_height=H,
+        input_width=320,
+        input_height=224,
+        confidence=thr,
+        nb_classes=nb,
+        anchors=tuple(anchors),
+        cell_w=gw,
+        cell_h=gh,
+        layout="NHWC" if nhwc else "NCHW",
+    )
     want = c_yolo(outs, model_type, W, H, 320, 224, thr, nb, anchors, (gw, gh)) if not nhwc else None
     got = as_tuples(parse(model_type, outs, c))
     if want is not None:
@@ -292,8 +347,16 @@ def test_yolo_greedy_instead_of_ffmpeg_rule() -> None:
     o[0, 1] = 0.5
     o[0, 4] = [0.9, 0.8, 0.7]
     o[0, 5] = 1.0
-    c = {"frame_width": 300, "frame_height": 100, "input_width": 300, "input_height": 100, "nb_classes": 1,
-             "anchors": (100.0, 100.0), "confidence": 0.5, "layout": "NCHW"}
+    c = {
+        "frame_width": 300,
+        "frame_height": 100,
+        "input_width": 300,
+        "input_height": 100,
+        "nb_classes": 1,
+        "anchors": (100.0, 100.0),
+        "confidence": 0.5,
+        "layout": "NCHW",
+    }
     ffmpeg = parse("yolov3", [o], DetectContext(**c))  # type: ignore[arg-type]
     greedy = parse("yolov3", [o], DetectContext(**c, nms="greedy", iou=0.5))  # type: ignore[arg-type]
     # FFmpeg drops C because B outranks and overlaps it, although B itself is dropped by A
@@ -302,14 +365,23 @@ def test_yolo_greedy_instead_of_ffmpeg_rule() -> None:
     assert ffmpeg.ffmpeg_boxes().tolist() == [[50, 0, 100, 100]]
 
 
-@pytest.mark.parametrize(("kw", "err", "text"), [
-    ({"anchors": ()}, InvalidArgumentError, "anchors is not set"),
-    ({"nb_classes": 0}, InvalidArgumentError, "nb_classes is not set"),
-    ({"nb_classes": 2}, InvalidDataError, "wrong cell_w, cell_h or nb_classes"),
-])
+@pytest.mark.parametrize(
+    ("kw", "err", "text"),
+    [
+        ({"anchors": ()}, InvalidArgumentError, "anchors is not set"),
+        ({"nb_classes": 0}, InvalidArgumentError, "nb_classes is not set"),
+        ({"nb_classes": 2}, InvalidDataError, "wrong cell_w, cell_h or nb_classes"),
+    ],
+)
 def test_yolo_option_errors(kw: dict[str, object], err: type[Exception], text: str) -> None:
-    c = {"frame_width": 64, "frame_height": 64, "input_width": 64, "input_height": 64, "nb_classes": 1,
-         "anchors": (1.0, 1.0)}
+    c = {
+        "frame_width": 64,
+        "frame_height": 64,
+        "input_width": 64,
+        "input_height": 64,
+        "nb_classes": 1,
+        "anchors": (1.0, 1.0),
+    }
     c.update(kw)
     with pytest.raises(err, match=text):
         parse("yolov3", [np.zeros((1, 6, 2, 2), F32)], DetectContext(**c))  # type: ignore[arg-type]
@@ -332,8 +404,15 @@ def test_yolo_letterbox_maps_back_to_frame() -> None:
     out[0, 5, 0, 2] = 1.0
     # 128x64 frame letterboxed into a 64x64 input: picture 64x32 at y=16
     lb = letterbox(128, 64, 64, 64)
-    c = DetectContext(frame_width=128, frame_height=64, input_width=64, input_height=64, nb_classes=1,
-                      anchors=(32.0, 32.0), letterbox=lb)
+    c = DetectContext(
+        frame_width=128,
+        frame_height=64,
+        input_width=64,
+        input_height=64,
+        nb_classes=1,
+        anchors=(32.0, 32.0),
+        letterbox=lb,
+    )
     (box,) = parse("yolov3", [out], c)
     # in input pixels the box is (16, 16)-(48, 48); the frame box is ((16-0)*2, (16-16)*2)-(96, 64)
     assert box.xyxy == (32.0, 0.0, 96.0, 64.0)

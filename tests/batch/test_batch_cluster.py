@@ -64,12 +64,23 @@ def cluster(ray_env: None) -> Iterator[tuple[str, dict[str, str]]]:
     common = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--num-gpus", "0", "--block"]
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        for i, args in enumerate((["--head", "--port", str(port), "--include-dashboard=false",
-                                   "--temp-dir", str(root / "t")], ["--address", address])):
+        for i, args in enumerate(
+            (
+                ["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir", str(root / "t")],
+                ["--address", address],
+            )
+        ):
             log = root / f"node{i}.log"
             with open(log, "wb") as fh:
-                procs.append(subprocess.Popen([ray, "start", *args, *common], stdout=fh, stderr=subprocess.STDOUT,
-                                              env=env, start_new_session=True))
+                procs.append(
+                    subprocess.Popen(
+                        [ray, "start", *args, *common],
+                        stdout=fh,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=True,
+                    )
+                )
             _wait_for(log, "Ray runtime started", procs[-1])
         yield address, env
     finally:
@@ -84,10 +95,31 @@ def test_a_two_node_cluster_runs_files_on_both(cluster: tuple[str, dict[str, str
     address, env = cluster
     corpus = make_corpus(tmp_path, bad=False)
     report = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "avdnn", "batch", "--address", address, "--workers", "2",
-                           "--report", str(report), "-i", *[str(corpus / f"{s}.mp4") for s in ("c1", "c2", "c4", "c5")],
-                           "-f", "framemd5", "-o", str(tmp_path / "out/{stem}.framemd5")],
-                          env=env, capture_output=True, text=True, timeout=180, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "avdnn",
+            "batch",
+            "--address",
+            address,
+            "--workers",
+            "2",
+            "--report",
+            str(report),
+            "-i",
+            *[str(corpus / f"{s}.mp4") for s in ("c1", "c2", "c4", "c5")],
+            "-f",
+            "framemd5",
+            "-o",
+            str(tmp_path / "out/{stem}.framemd5"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(report.read_text())
     assert data["address"] == address

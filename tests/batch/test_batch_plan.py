@@ -27,9 +27,13 @@ def invert_model(tmp: Path) -> str:
     """y = 1 - x, NCHW float with dynamic dims."""
     one = numpy_helper.from_array(np.array(1.0, dtype=np.float32), "one")
     shape: list[str | int | None] = ["N", 3, "H", "W"]
-    graph = helper.make_graph([helper.make_node("Sub", ["one", "x"], ["y"])], "invert",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], initializer=[one])
+    graph = helper.make_graph(
+        [helper.make_node("Sub", ["one", "x"], ["y"])],
+        "invert",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        initializer=[one],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     path = tmp / "invert.onnx"
@@ -112,25 +116,69 @@ def test_ledger_entry_is_exact(tmp_path: Path) -> None:
 
 
 def test_report_schema(tmp_path: Path) -> None:
-    files = [FileReport("/a", "/o/a", "ok", frames_read=3, frames_written=3, attempts=2, models_loaded=1),
-             FileReport("/b", "/o/b", "failed", frames_read=2, frames_failed={"dnn: x": 1}, attempts=1,
-                        error={"message": "'/b': bad", "code": AVERROR_EXTERNAL}),
-             FileReport("/c", "/o/c", "skipped")]
+    files = [
+        FileReport("/a", "/o/a", "ok", frames_read=3, frames_written=3, attempts=2, models_loaded=1),
+        FileReport(
+            "/b",
+            "/o/b",
+            "failed",
+            frames_read=2,
+            frames_failed={"dnn: x": 1},
+            attempts=1,
+            error={"message": "'/b': bad", "code": AVERROR_EXTERNAL},
+        ),
+        FileReport("/c", "/o/c", "skipped"),
+    ]
     rep = BatchReport(files, job="j", chain="c", output="/o/{stem}", workers=2)
     assert not rep.ok and [f.input for f in rep.failed] == ["/b"]
     rep.write(str(tmp_path / "r.json"))
     data = json.loads((tmp_path / "r.json").read_text())
-    assert data["totals"] == {"files": 3, "ok": 1, "failed": 1, "skipped": 1, "frames_read": 5,
-                              "frames_written": 3, "frames_failed": 1, "retries": 1, "models_loaded": 1}
+    assert data["totals"] == {
+        "files": 3,
+        "ok": 1,
+        "failed": 1,
+        "skipped": 1,
+        "frames_read": 5,
+        "frames_written": 3,
+        "frames_failed": 1,
+        "retries": 1,
+        "models_loaded": 1,
+    }
     assert data["files"][1]["error"] == {"message": "'/b': bad", "code": AVERROR_EXTERNAL}
-    assert set(data["files"][0]) >= {"input", "status", "frames_read", "frames_written", "frames_failed", "error",
-                                     "seconds", "node"}
+    assert set(data["files"][0]) >= {
+        "input",
+        "status",
+        "frames_read",
+        "frames_written",
+        "frames_failed",
+        "error",
+        "seconds",
+        "node",
+    }
     assert "failed: '/b': bad" in rep.summary()
 
 
 def test_batch_flags() -> None:
-    flags, rest = split_argv(["--workers", "3", "--resume", "-i", "a.mp4", "b.mp4", "-vf", "scale=8:8", "-i",
-                              "c/*.mp4", "--num-gpus", "0.5", "-f", "null", "-o", "out/{stem}.nut"])
+    flags, rest = split_argv(
+        [
+            "--workers",
+            "3",
+            "--resume",
+            "-i",
+            "a.mp4",
+            "b.mp4",
+            "-vf",
+            "scale=8:8",
+            "-i",
+            "c/*.mp4",
+            "--num-gpus",
+            "0.5",
+            "-f",
+            "null",
+            "-o",
+            "out/{stem}.nut",
+        ]
+    )
     assert (flags.workers, flags.resume, flags.num_gpus, flags.output) == (3, True, 0.5, "out/{stem}.nut")
     assert flags.inputs == ["a.mp4", "b.mp4", "c/*.mp4"]
     assert rest == ["-vf", "scale=8:8", "-f", "null"]
@@ -162,8 +210,19 @@ def test_a_dead_cluster_address_fails_at_once(tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
     (tmp_path / "a.mp4").write_bytes(b"x")
-    res = run_cli(["batch", "--address", f"127.0.0.1:{port}", "-i", str(tmp_path / "a.mp4"), "-f", "null",
-                   "-o", str(tmp_path / "o/{stem}.nut")])
+    res = run_cli(
+        [
+            "batch",
+            "--address",
+            f"127.0.0.1:{port}",
+            "-i",
+            str(tmp_path / "a.mp4"),
+            "-f",
+            "null",
+            "-o",
+            str(tmp_path / "o/{stem}.nut"),
+        ]
+    )
     assert res.rc == (-errno.ECONNREFUSED) & 0xFF and "cannot reach the Ray cluster" in res.err
     assert "Traceback" not in res.err
 

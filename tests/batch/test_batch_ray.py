@@ -29,8 +29,20 @@ pytestmark = pytest.mark.usefixtures("ray_local")
 
 def cli_args(corpus: Path, out: Path, report: Path, *extra: str) -> list[str]:
     """The command of the issue: --workers 2 --report R -f framemd5 -o 'out/{stem}.framemd5'."""
-    return ["batch", "--workers", "2", "--report", str(report), *extra, "-i", str(corpus / "*.mp4"),
-            "-f", "framemd5", "-o", str(out / "{stem}.framemd5")]
+    return [
+        "batch",
+        "--workers",
+        "2",
+        "--report",
+        str(report),
+        *extra,
+        "-i",
+        str(corpus / "*.mp4"),
+        "-f",
+        "framemd5",
+        "-o",
+        str(out / "{stem}.framemd5"),
+    ]
 
 
 def by_stem(report: Path) -> dict[str, dict[str, Any]]:
@@ -38,7 +50,8 @@ def by_stem(report: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_corpus_equals_one_file_runs_bad_file_fails_alone_then_resume(
-        corpus: Path, tmp_path: Path, oracle: dict[str, bytes]) -> None:
+    corpus: Path, tmp_path: Path, oracle: dict[str, bytes]
+) -> None:
     out, report = tmp_path / "out", tmp_path / "r.json"
     res = run_cli(cli_args(corpus, out, report))
     assert res.rc == AVERROR_INVALIDDATA & 0xFF, res.err  # non-zero: ffmpeg's status for the bad file
@@ -76,7 +89,8 @@ def test_corpus_equals_one_file_runs_bad_file_fails_alone_then_resume(
     res = run_cli(cli_args(corpus, out, report))
     assert res.rc == 239 and "already exists" in res.err
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.framemd5") if p.name != "c2.framemd5"} == {
-        k: v for k, v in before.items() if k != "c2.framemd5"}
+        k: v for k, v in before.items() if k != "c2.framemd5"
+    }
 
 
 def test_models_are_loaded_once_per_worker(tmp_path: Path) -> None:
@@ -89,8 +103,15 @@ def test_models_are_loaded_once_per_worker(tmp_path: Path) -> None:
         os.symlink(src, folder / f"v{i}.mp4")
     # -frames:v stops each run early while inferences are in flight: the kept models survive it
     avdnn.run(src, chain, output=str(tmp_path / "ref.framemd5"), format="framemd5", frames=40)
-    rep = avdnn.batch(str(folder / "*.mp4"), chain, output=str(tmp_path / "out/{stem}.framemd5"), workers=2,
-                      format="framemd5", frames=40, progress_bar=False)
+    rep = avdnn.batch(
+        str(folder / "*.mp4"),
+        chain,
+        output=str(tmp_path / "out/{stem}.framemd5"),
+        workers=2,
+        format="framemd5",
+        frames=40,
+        progress_bar=False,
+    )
     assert rep.ok and len(rep.files) == 6 and {f.frames_written for f in rep.files} == {40}
     pids = {f.pid for f in rep.files}
     # each worker process loaded the model for its first file only
@@ -127,8 +148,25 @@ def test_a_worker_killed_mid_file_is_retried_and_outputs_equal(tmp_path: Path) -
     killer = threading.Thread(target=_kill_first_writer, args=(out, done, killed))
     killer.start()
     try:
-        res = run_cli(["batch", "--workers", "2", "--retries", "2", "--report", str(report), "-i",
-                       str(folder / "*.mp4"), "-vf", chain, "-f", "framemd5", "-o", str(out / "{stem}.framemd5")])
+        res = run_cli(
+            [
+                "batch",
+                "--workers",
+                "2",
+                "--retries",
+                "2",
+                "--report",
+                str(report),
+                "-i",
+                str(folder / "*.mp4"),
+                "-vf",
+                chain,
+                "-f",
+                "framemd5",
+                "-o",
+                str(out / "{stem}.framemd5"),
+            ]
+        )
     finally:
         done.set()
         killer.join()
@@ -154,8 +192,15 @@ def test_a_file_whose_worker_keeps_dying_fails_after_its_retries(tmp_path: Path)
     killer = threading.Thread(target=_kill_first_writer, args=(out, done, killed))
     killer.start()
     try:
-        rep = avdnn.batch(str(folder / "b.mp4"), "scale=960:408", output=str(out / "{stem}.framemd5"), workers=1,
-                          retries=0, format="framemd5", progress_bar=False)
+        rep = avdnn.batch(
+            str(folder / "b.mp4"),
+            "scale=960:408",
+            output=str(out / "{stem}.framemd5"),
+            workers=1,
+            retries=0,
+            format="framemd5",
+            progress_bar=False,
+        )
     finally:
         done.set()
         killer.join()
@@ -182,8 +227,12 @@ def test_a_killed_run_is_resumed(tmp_path: Path, oracle: dict[str, bytes]) -> No
     corpus = make_corpus(tmp_path, bad=False)
     out, report = tmp_path / "out", tmp_path / "r.json"
     # its own local Ray in a process group of its own, so the whole run can be killed at once
-    proc = subprocess.Popen([sys.executable, "-m", "avdnn", *cli_args(corpus, out, report, "--workers", "1")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "avdnn", *cli_args(corpus, out, report, "--workers", "1")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     ledger = out / ".avdnn-ledger"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -214,17 +263,38 @@ def test_a_killed_run_is_resumed(tmp_path: Path, oracle: dict[str, bytes]) -> No
 
 def test_a_chain_error_stops_the_run_with_its_code(corpus: Path, tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    res = run_cli(["batch", "--report", str(report), "-i", str(corpus / "c1.mp4"), str(corpus / "c2.mp4"),
-                   "-vf", "scale=8:8,nosuchfilter", "-f", "framemd5", "-o", str(tmp_path / "o/{stem}.md5")])
+    res = run_cli(
+        [
+            "batch",
+            "--report",
+            str(report),
+            "-i",
+            str(corpus / "c1.mp4"),
+            str(corpus / "c2.mp4"),
+            "-vf",
+            "scale=8:8,nosuchfilter",
+            "-f",
+            "framemd5",
+            "-o",
+            str(tmp_path / "o/{stem}.md5"),
+        ]
+    )
     assert res.rc == 8 and "nosuchfilter" in res.err and "Traceback" not in res.err
     rep = json.loads(report.read_text())
     assert [f["status"] for f in rep["files"]] == ["failed", "failed"]
 
 
-def test_api_returns_the_report(corpus: Path, tmp_path: Path, oracle: dict[str, bytes],
-                                capsys: pytest.CaptureFixture[str]) -> None:
-    rep = avdnn.batch([str(corpus / "c2.mp4"), str(corpus / "c5.mp4")], "", output=str(tmp_path / "{name}.fmd5"),
-                      workers=1, format="framemd5", progress_bar=True)
+def test_api_returns_the_report(
+    corpus: Path, tmp_path: Path, oracle: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rep = avdnn.batch(
+        [str(corpus / "c2.mp4"), str(corpus / "c5.mp4")],
+        "",
+        output=str(tmp_path / "{name}.fmd5"),
+        workers=1,
+        format="framemd5",
+        progress_bar=True,
+    )
     bar = capsys.readouterr().err
     assert "avdnn batch" in bar and "2/2" in bar and "ok=2 failed=0" in bar  # the corpus's one progress display
     assert isinstance(rep, BatchReport) and rep.ok and rep.workers == 1
@@ -233,13 +303,32 @@ def test_api_returns_the_report(corpus: Path, tmp_path: Path, oracle: dict[str, 
     assert rep.files[0].node and rep.files[0].host and rep.files[0].node_ip == "127.0.0.1"
 
 
-def test_without_address_a_local_ray_on_loopback_is_started_and_stopped(corpus: Path, tmp_path: Path,
-                                                                        oracle: dict[str, bytes]) -> None:
+def test_without_address_a_local_ray_on_loopback_is_started_and_stopped(
+    corpus: Path, tmp_path: Path, oracle: dict[str, bytes]
+) -> None:
     report = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "avdnn", "batch", "--num-cpus", "0.5", "--report", str(report),
-                             "-i", str(corpus / "c2.mp4"), str(corpus / "c5.mp4"), "-f", "framemd5",
-                             "-o", str(tmp_path / "o/{stem}.framemd5")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "avdnn",
+            "batch",
+            "--num-cpus",
+            "0.5",
+            "--report",
+            str(report),
+            "-i",
+            str(corpus / "c2.mp4"),
+            str(corpus / "c5.mp4"),
+            "-f",
+            "framemd5",
+            "-o",
+            str(tmp_path / "o/{stem}.framemd5"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err.decode()[-2000:]
     files = by_stem(report)
@@ -259,8 +348,12 @@ def test_jsonl_sinks_in_the_chain_and_null_outputs(corpus: Path, tmp_path: Path)
     src = clips()["carphone_distorted"]
     avdnn.run(src, f"metadata_jsonl=file={tmp_path / 'ref.jsonl'}", output=str(tmp_path / "ref.nut"), format="null")
     inputs = [str(corpus / "c2.mp4"), str(corpus / "c5.mp4")]
-    kwargs: dict[str, Any] = {"output": str(tmp_path / "null/{stem}.nut"), "workers": 2, "format": "null",
-                              "progress_bar": False}
+    kwargs: dict[str, Any] = {
+        "output": str(tmp_path / "null/{stem}.nut"),
+        "workers": 2,
+        "format": "null",
+        "progress_bar": False,
+    }
     rep = avdnn.batch(inputs, f"metadata_jsonl=file={jl}/{{stem}}.jsonl", **kwargs)
     assert rep.ok and [f.frames_written for f in rep.files] == [120, 120]
     ref = (tmp_path / "ref.jsonl").read_text()
@@ -271,13 +364,16 @@ def test_jsonl_sinks_in_the_chain_and_null_outputs(corpus: Path, tmp_path: Path)
     assert [f.status for f in again.files] == ["skipped", "skipped"]  # ...and its ledger entries still count
 
 
-def test_workers_are_capped_to_what_the_cluster_holds(corpus: Path, tmp_path: Path,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_workers_are_capped_to_what_the_cluster_holds(
+    corpus: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     inputs = [str(corpus / f"c{i}.mp4") for i in (2, 5)]
-    rep = avdnn.batch(inputs, "", output=str(tmp_path / "{stem}.fmd5"), workers=3, format="framemd5",
-                      progress_bar=False)  # 3 one-CPU workers on 2 CPUs: 2 run, none waits forever
+    rep = avdnn.batch(
+        inputs, "", output=str(tmp_path / "{stem}.fmd5"), workers=3, format="framemd5", progress_bar=False
+    )  # 3 one-CPU workers on 2 CPUs: 2 run, none waits forever
     assert rep.ok and len({f.pid for f in rep.files}) <= 2
     assert "only 2 of the 3 workers fit" in caplog.text
     with pytest.raises(avdnn.InvalidArgumentError, match="each needs 1 GPU, the cluster has 0"):
-        avdnn.batch(inputs, "", output=str(tmp_path / "g{stem}.fmd5"), num_gpus=1, format="framemd5",
-                    progress_bar=False)
+        avdnn.batch(
+            inputs, "", output=str(tmp_path / "g{stem}.fmd5"), num_gpus=1, format="framemd5", progress_bar=False
+        )

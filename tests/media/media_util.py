@@ -20,10 +20,10 @@ def mdat_span(data: bytes) -> tuple[int, int]:
     """Start and end offsets of the payload of the top-level ``mdat`` box of an MP4."""
     pos = 0
     while pos + 8 <= len(data):
-        size, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        size, kind = struct.unpack(">I4s", data[pos : pos + 8])
         header = 8
         if size == 1:
-            size, header = struct.unpack(">Q", data[pos + 8:pos + 16])[0], 16
+            size, header = struct.unpack(">Q", data[pos + 8 : pos + 16])[0], 16
         elif size == 0:
             size = len(data) - pos
         if kind == b"mdat":
@@ -43,20 +43,25 @@ def corrupt_mp4(src: str | Path, dst: Path, *, total: int, chunk: int, seed: int
     rng = random.Random(seed)
     for _ in range(total // chunk):
         off = rng.randrange(start, end - chunk)
-        data[off:off + chunk] = rng.randbytes(chunk)
+        data[off : off + chunk] = rng.randbytes(chunk)
     dst.write_bytes(bytes(data))
     return dst
 
 
 def ffmpeg_make(ffmpeg: str, args: Sequence[str], out: Path) -> Path:
     """Write ``out`` with the oracle ffmpeg (quiet; raises when it fails)."""
-    subprocess.run([ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", "-y", *args, str(out)],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", "-y", *args, str(out)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return out
 
 
-def both(ffmpeg: str, input_args: Sequence[str], path: str | Path, output_args: Sequence[str] = ()) -> \
-        tuple[Result, Result]:
+def both(
+    ffmpeg: str, input_args: Sequence[str], path: str | Path, output_args: Sequence[str] = ()
+) -> tuple[Result, Result]:
     """The same command to ffmpeg and to avdnn: ``[input options] -i path [output options] framemd5``."""
     argv = [*input_args, "-i", str(path), *output_args, *FRAMEMD5]
     ours = run_cli(["-hide_banner", "-loglevel", "error", *argv])

@@ -20,31 +20,51 @@ from avdnn.media.source import Source
 @pytest.fixture(scope="module")
 def bad_carphone(clip: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """carphone with 20 KB damaged in ten 2 KB runs."""
-    return corrupt_mp4(clip["carphone"], tmp_path_factory.mktemp("bad") / "carphone_bad.mp4",
-                       total=20_000, chunk=2_000, seed=1)
+    return corrupt_mp4(
+        clip["carphone"], tmp_path_factory.mktemp("bad") / "carphone_bad.mp4", total=20_000, chunk=2_000, seed=1
+    )
 
 
 @pytest.fixture(scope="module")
 def bad_mpeg4(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An mpeg4 clip of our own (testsrc, GOP 12, B-frames) with 1 KB damaged."""
     d = tmp_path_factory.mktemp("bad4")
-    clean = ffmpeg_make(ffmpeg, ["-f", "lavfi", "-i", "testsrc=s=160x120:d=3:r=25", "-c:v", "mpeg4", "-g", "12",
-                                 "-bf", "2"], d / "m4.mp4")
+    clean = ffmpeg_make(
+        ffmpeg,
+        ["-f", "lavfi", "-i", "testsrc=s=160x120:d=3:r=25", "-c:v", "mpeg4", "-g", "12", "-bf", "2"],
+        d / "m4.mp4",
+    )
     return corrupt_mp4(clean, d / "m4_bad.mp4", total=1_000, chunk=200, seed=3)
 
 
 @pytest.fixture(scope="module")
 def h264_clip(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An h264 clip of our own (testsrc2, GOP 25, 3 B-frames), undamaged."""
-    return ffmpeg_make(ffmpeg, ["-f", "lavfi", "-i", "testsrc2=s=160x120:d=3:r=25", "-c:v", "libx264", "-g", "25",
-                                "-bf", "3", "-pix_fmt", "yuv420p"], tmp_path_factory.mktemp("h264") / "h264.mp4")
+    return ffmpeg_make(
+        ffmpeg,
+        [
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=160x120:d=3:r=25",
+            "-c:v",
+            "libx264",
+            "-g",
+            "25",
+            "-bf",
+            "3",
+            "-pix_fmt",
+            "yuv420p",
+        ],
+        tmp_path_factory.mktemp("h264") / "h264.mp4",
+    )
 
 
-@pytest.mark.parametrize(("damage", "rate_rc"), [((2_000, 100, 7), 0), ((6_000, 300, 11), 69)],
-                         ids=["light", "heavy"])
+@pytest.mark.parametrize(("damage", "rate_rc"), [((2_000, 100, 7), 0), ((6_000, 300, 11), 69)], ids=["light", "heavy"])
 @pytest.mark.parametrize("opts", [[], ["-xerror"], ["-max_error_rate", "0.05"]], ids=["conceal", "xerror", "rate"])
-def test_damaged_h264_equals_ffmpeg(ffmpeg: str, h264_clip: Path, tmp_path: Path, damage: tuple[int, int, int],
-                                    rate_rc: int, opts: list[str]) -> None:
+def test_damaged_h264_equals_ffmpeg(
+    ffmpeg: str, h264_clip: Path, tmp_path: Path, damage: tuple[int, int, int], rate_rc: int, opts: list[str]
+) -> None:
     """A 5% error rate: the light damage stays under it (exit 0), the heavy one goes over (exit 69)."""
     total, chunk, seed = damage
     bad = corrupt_mp4(h264_clip, tmp_path / "bad.mp4", total=total, chunk=chunk, seed=seed)
@@ -79,9 +99,18 @@ def test_damaged_carphone_frame_threads_same_count(ffmpeg: str, bad_carphone: Pa
     assert (ours.rc, len(frame_lines(ours.out))) == (ref.rc, len(frame_lines(ref.out)))
 
 
-@pytest.mark.parametrize("opts", [[], ["-xerror"], ["-max_error_rate", "0"], ["-max_error_rate", "0.9"],
-                                  ["-err_detect", "aggressive"], ["-fflags", "+discardcorrupt"],
-                                  ["-err_detect", "crccheck+bitstream", "-xerror"]])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        [],
+        ["-xerror"],
+        ["-max_error_rate", "0"],
+        ["-max_error_rate", "0.9"],
+        ["-err_detect", "aggressive"],
+        ["-fflags", "+discardcorrupt"],
+        ["-err_detect", "crccheck+bitstream", "-xerror"],
+    ],
+)
 def test_damaged_mpeg4_equals_ffmpeg(ffmpeg: str, bad_mpeg4: Path, opts: list[str]) -> None:
     ref, ours = both(ffmpeg, ["-threads", "1", *opts], bad_mpeg4)
     assert ours.rc == ref.rc, ours.err
@@ -146,8 +175,7 @@ def test_max_error_rate_range() -> None:
 
 def test_the_run_accounting_names_decode_errors(bad_carphone: Path, tmp_path: Path) -> None:
     """The run's books carry the input's decode errors and concealed frames, and still balance."""
-    stats = avdnn.run(str(bad_carphone), output=str(tmp_path / "o.mkv"), source_options={"threads": 1},
-                      codec="ffv1")
+    stats = avdnn.run(str(bad_carphone), output=str(tmp_path / "o.mkv"), source_options={"threads": 1}, codec="ffv1")
     counters = stats.input_counters
     assert counters["decode_errors"] > 0 and counters["frames_decoded"] == stats.frames_read
     assert stats.check(), stats.summary()

@@ -24,7 +24,21 @@ def test_media_doc_python_blocks_run(clip: dict[str, str]) -> None:
             assert (int(n), int(errors)) == (15, 0) and int(trimmed) > 0
 
 
-@pytest.mark.parametrize("option", ["-ss", "-itsoffset", "-stream_loop", "-re", "-noautorotate", "-display_rotation",
-                                    "-xerror", "-max_error_rate", "-err_detect", "-discard", "-noaccurate_seek"])
+@pytest.mark.parametrize(
+    "option",
+    [
+        "-ss",
+        "-itsoffset",
+        "-stream_loop",
+        "-re",
+        "-noautorotate",
+        "-display_rotation",
+        "-xerror",
+        "-max_error_rate",
+        "-err_detect",
+        "-discard",
+        "-noaccurate_seek",
+    ],
+)
 def test_media_doc_names_each_option(option: str) -> None:
     assert f"`{option}" in DOC.read_text()

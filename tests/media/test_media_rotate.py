@@ -11,9 +11,17 @@ from avdnn.media.framedata import display_matrix
 from avdnn.media.rotate import autorotate_filters, get_rotation, matrix_from_options
 from avdnn.media.source import Source
 
-ROTATIONS = [("90", []), ("180", []), ("270", []), ("90", ["-display_hflip"]), ("270", ["-display_vflip"]),
-             ("180", ["-display_hflip"]), ("180", ["-display_hflip", "-display_vflip"]), ("0", ["-display_vflip"]),
-             ("45", [])]
+ROTATIONS = [
+    ("90", []),
+    ("180", []),
+    ("270", []),
+    ("90", ["-display_hflip"]),
+    ("270", ["-display_vflip"]),
+    ("180", ["-display_hflip"]),
+    ("180", ["-display_hflip", "-display_vflip"]),
+    ("0", ["-display_vflip"]),
+    ("45", []),
+]
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +31,18 @@ def rotated(ffmpeg: str, clip: dict[str, str], tmp_path_factory: pytest.TempPath
     out = {}
     for deg, flips in ROTATIONS:
         name = deg + "".join(f.replace("-display_", "_") for f in flips)
-        out[name] = ffmpeg_make(ffmpeg, ["-display_rotation", deg, *flips, "-i", clip["carphone"], "-c", "copy",
-                                         "-frames:v", "8"], d / f"rot{name}.mp4")
+        out[name] = ffmpeg_make(
+            ffmpeg,
+            ["-display_rotation", deg, *flips, "-i", clip["carphone"], "-c", "copy", "-frames:v", "8"],
+            d / f"rot{name}.mp4",
+        )
     return out
 
 
 @pytest.mark.parametrize("autorotate", [[], ["-noautorotate"]], ids=["autorotate", "noautorotate"])
-@pytest.mark.parametrize("name", ["90", "180", "270", "90_hflip", "270_vflip", "180_hflip", "180_hflip_vflip",
-                                  "0_vflip", "45"])
+@pytest.mark.parametrize(
+    "name", ["90", "180", "270", "90_hflip", "270_vflip", "180_hflip", "180_hflip_vflip", "0_vflip", "45"]
+)
 def test_rotated_clip_equals_ffmpeg(ffmpeg: str, rotated: dict[str, Path], name: str, autorotate: list[str]) -> None:
     ref, ours = both(ffmpeg, autorotate, rotated[name])
     assert ours.rc == ref.rc == 0, ours.err
@@ -38,8 +50,15 @@ def test_rotated_clip_equals_ffmpeg(ffmpeg: str, rotated: dict[str, Path], name:
     assert len(frame_lines(ours.out)) == 8
 
 
-@pytest.mark.parametrize("opts", [["-display_rotation", "90"], ["-display_rotation", "-90", "-display_hflip"],
-                                  ["-display_vflip"], ["-display_rotation", "90", "-noautorotate"]])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        ["-display_rotation", "90"],
+        ["-display_rotation", "-90", "-display_hflip"],
+        ["-display_vflip"],
+        ["-display_rotation", "90", "-noautorotate"],
+    ],
+)
 def test_display_options_override_equal_ffmpeg(ffmpeg: str, clip: dict[str, str], opts: list[str]) -> None:
     ref, ours = both(ffmpeg, opts, clip["carphone"], ["-frames:v", "6"])
     assert ours.rc == ref.rc == 0, ours.err

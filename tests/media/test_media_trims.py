@@ -11,9 +11,15 @@ from avdnn.media.source import Source
 from avdnn.media.timing import Pacer, parse_time, rescale
 
 CASES = {
-    "ss": ["-ss", "1"], "ss_t": ["-ss", "1", "-t", "1"], "to": ["-to", "2"], "itsoffset": ["-itsoffset", "0.5"],
-    "stream_loop": ["-stream_loop", "1"], "noaccurate_seek": ["-ss", "1", "-noaccurate_seek"],
-    "ss_to": ["-ss", "0.5", "-to", "1.5"], "t_over_to": ["-t", "0.4", "-to", "3"], "discard": ["-discard", "nokey"],
+    "ss": ["-ss", "1"],
+    "ss_t": ["-ss", "1", "-t", "1"],
+    "to": ["-to", "2"],
+    "itsoffset": ["-itsoffset", "0.5"],
+    "stream_loop": ["-stream_loop", "1"],
+    "noaccurate_seek": ["-ss", "1", "-noaccurate_seek"],
+    "ss_to": ["-ss", "0.5", "-to", "1.5"],
+    "t_over_to": ["-t", "0.4", "-to", "3"],
+    "discard": ["-discard", "nokey"],
 }
 
 
@@ -28,8 +34,10 @@ def test_input_timing_equals_ffmpeg(ffmpeg: str, clip: dict[str, str], name: str
 
 
 COMBINED = {
-    "ss_loop": ["-ss", "3", "-stream_loop", "1"], "ss_itsoffset": ["-ss", "1", "-itsoffset", "0.5"],
-    "t_loop": ["-t", "1", "-stream_loop", "2"], "negative_itsoffset": ["-itsoffset", "-0.5"],
+    "ss_loop": ["-ss", "3", "-stream_loop", "1"],
+    "ss_itsoffset": ["-ss", "1", "-itsoffset", "0.5"],
+    "t_loop": ["-t", "1", "-stream_loop", "2"],
+    "negative_itsoffset": ["-itsoffset", "-0.5"],
     "sexagesimal": ["-ss", "00:00:01.200", "-to", "00:00:02"],
     "ss_rotation": ["-ss", "1.5", "-display_rotation", "90", "-t", "0.5"],
 }
@@ -116,15 +124,51 @@ def test_pacer_holds_packets_to_the_clock() -> None:
 
 
 def test_cli_carries_input_options_to_the_source() -> None:
-    a = parse_args(["-xerror", "-ss", "1.5", "-t", "2", "-re", "-noautorotate", "-display_rotation", "90",
-                    "-display_hflip", "-stream_loop", "-1", "-threads", "1", "-err_detect", "aggressive",
-                    "-noaccurate_seek", "-itsoffset", "0.2", "-discard", "nokey", "-i", "in.mp4",
-                    "-max_error_rate", "0.1", "out.mkv"])
+    a = parse_args(
+        [
+            "-xerror",
+            "-ss",
+            "1.5",
+            "-t",
+            "2",
+            "-re",
+            "-noautorotate",
+            "-display_rotation",
+            "90",
+            "-display_hflip",
+            "-stream_loop",
+            "-1",
+            "-threads",
+            "1",
+            "-err_detect",
+            "aggressive",
+            "-noaccurate_seek",
+            "-itsoffset",
+            "0.2",
+            "-discard",
+            "nokey",
+            "-i",
+            "in.mp4",
+            "-max_error_rate",
+            "0.1",
+            "out.mkv",
+        ]
+    )
     assert a.source_options == {
-        "xerror": True, "seek": "1.5", "duration": "2", "realtime": True, "autorotate": False,
-        "display_rotation": 90.0, "display_hflip": True, "stream_loop": -1, "threads": "1",
-        "decoder_options": {"err_detect": "aggressive"}, "accurate_seek": False, "itsoffset": "0.2",
-        "discard": "nokey", "max_error_rate": 0.1,
+        "xerror": True,
+        "seek": "1.5",
+        "duration": "2",
+        "realtime": True,
+        "autorotate": False,
+        "display_rotation": 90.0,
+        "display_hflip": True,
+        "stream_loop": -1,
+        "threads": "1",
+        "decoder_options": {"err_detect": "aggressive"},
+        "accurate_seek": False,
+        "itsoffset": "0.2",
+        "discard": "nokey",
+        "max_error_rate": 0.1,
     }
     assert a.input_options == {"err_detect": "aggressive"}  # the demuxer has err_detect too
     with pytest.raises(InvalidArgumentError, match="stream_loop"):

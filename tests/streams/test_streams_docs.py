@@ -33,7 +33,8 @@ def test_streams_doc_first_shell_example_runs(clip: dict[str, str], tmp_path: Pa
     if exe is None:
         pytest.skip("no avdnn console script next to this Python")
     env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}")
-    res = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-                         check=False)
+    res = subprocess.run(
+        ["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "out.mp4").stat().st_size > 100_000

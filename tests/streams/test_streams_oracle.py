@@ -73,12 +73,46 @@ def multi_mkv(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     srt = d / "s.srt"
     srt.write_text("1\n00:00:00,000 --> 00:00:00,500\nHello\n\n2\n00:00:00,600 --> 00:00:01,000\nWorld\n")
     out = d / "multi.mkv"
-    res = run_ffmpeg(ffmpeg, [
-        "-f", "lavfi", "-i", "testsrc=s=64x48:r=10:d=1", "-f", "lavfi", "-i", "sine=f=440:r=44100:d=1",
-        "-f", "lavfi", "-i", "sine=f=880:r=22050:d=1", "-i", str(srt),
-        "-map", "0", "-map", "1", "-map", "2", "-map", "3", "-c:v", "mpeg4", "-c:a:0", "libvorbis",
-        "-c:a:1", "flac", "-c:s", "srt", "-metadata:s:a:0", "language=eng", "-metadata:s:a:1", "language=fre",
-        str(out)])
+    res = run_ffmpeg(
+        ffmpeg,
+        [
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=s=64x48:r=10:d=1",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=440:r=44100:d=1",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=f=880:r=22050:d=1",
+            "-i",
+            str(srt),
+            "-map",
+            "0",
+            "-map",
+            "1",
+            "-map",
+            "2",
+            "-map",
+            "3",
+            "-c:v",
+            "mpeg4",
+            "-c:a:0",
+            "libvorbis",
+            "-c:a:1",
+            "flac",
+            "-c:s",
+            "srt",
+            "-metadata:s:a:0",
+            "language=eng",
+            "-metadata:s:a:1",
+            "language=fre",
+            str(out),
+        ],
+    )
     assert res.rc == 0, res.err
     return str(out)
 
@@ -102,11 +136,14 @@ def test_input_options_reach_every_stream(case: str, ffmpeg: str, clip: dict[str
     _same(ffmpeg, [*before, "-i", clip["bigbuckbunny"], *after])
 
 
-@pytest.mark.parametrize("args", [
-    ["-stream_loop", "1", "-i", "MKV", "-c", "copy"],
-    ["-stream_loop", "1", "-i", "MKV"],
-    ["-stream_loop", "2", "-t", "2.5", "-i", "MKV", "-map", "0:v", "-map", "0:a:1", "-c:a", "copy"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-stream_loop", "1", "-i", "MKV", "-c", "copy"],
+        ["-stream_loop", "1", "-i", "MKV"],
+        ["-stream_loop", "2", "-t", "2.5", "-i", "MKV", "-map", "0:v", "-map", "0:a:1", "-c:a", "copy"],
+    ],
+)
 def test_stream_loop_with_audio(args: list[str], ffmpeg: str, multi_mkv: str) -> None:
     """ffmpeg's loop duration spans every stream (the audio decoder's end included) and rewinds the decoders."""
     _same(ffmpeg, [multi_mkv if a == "MKV" else a for a in args])
@@ -126,12 +163,15 @@ def test_audio_streams_are_really_there(clip: dict[str, str]) -> None:
     assert sum(1 for line in text.splitlines() if line.startswith("1,")) >= 20
 
 
-@pytest.mark.parametrize(("args", "status", "words"), [
-    (["-map", "0:a:5"], 234, "matches no streams"),
-    (["-map", "1:v"], 234, "Invalid input file index"),
-    (["-vf", "scale=32:-2", "-c:v", "copy"], 234, "Filtering and streamcopy cannot be used together"),
-    (["-bogus_opt", "3"], 8, "Unrecognized option 'bogus_opt'"),
-])
+@pytest.mark.parametrize(
+    ("args", "status", "words"),
+    [
+        (["-map", "0:a:5"], 234, "matches no streams"),
+        (["-map", "1:v"], 234, "Invalid input file index"),
+        (["-vf", "scale=32:-2", "-c:v", "copy"], 234, "Filtering and streamcopy cannot be used together"),
+        (["-bogus_opt", "3"], 8, "Unrecognized option 'bogus_opt'"),
+    ],
+)
 def test_refused_like_ffmpeg(args: list[str], status: int, words: str, ffmpeg: str, clip: dict[str, str]) -> None:
     full = ["-i", clip["carphone"], *args, "-f", "null", "-"]
     assert run_ffmpeg(ffmpeg, full).rc == status
@@ -167,12 +207,13 @@ def _packets(ffmpeg: str, path: Path, stream: str) -> str:
 
 
 @pytest.mark.parametrize("container", ["mp4", "mkv", "webm"])
-def test_file_outputs_carry_ffmpegs_packets(container: str, ffmpeg: str, clip: dict[str, str],
-                                            tmp_path: Path) -> None:
+def test_file_outputs_carry_ffmpegs_packets(container: str, ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
     """libx264/vp9 video with copied or opus audio: the packets in the file are ffmpeg's."""
-    codecs = {"mp4": ["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "copy"],
-              "mkv": ["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "libopus"],
-              "webm": ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-c:a", "libopus"]}[container]
+    codecs = {
+        "mp4": ["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "copy"],
+        "mkv": ["-c:v", "libx264", "-preset", "ultrafast", "-c:a", "libopus"],
+        "webm": ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-c:a", "libopus"],
+    }[container]
     args = ["-i", clip["bigbuckbunny"], "-t", "1", "-vf", "scale=160:90", *codecs, "-threads", "1"]
     ours, theirs = tmp_path / f"a.{container}", tmp_path / f"f.{container}"
     assert run_ffmpeg(ffmpeg, [*args, str(theirs)]).rc == 0
@@ -210,8 +251,7 @@ def test_stream_metadata_is_kept(ffmpeg: str, multi_mkv: str, tmp_path: Path) ->
     assert "Stream #0:1(fre): Audio: flac" in probe.stderr
 
 
-def test_dnn_identity_chain_with_audio_copy_is_ffmpegs_bytes(ffmpeg: str, clip: dict[str, str],
-                                                            tmp_path: Path) -> None:
+def test_dnn_identity_chain_with_audio_copy_is_ffmpegs_bytes(ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
     """A DNN stage in the chain changes nothing around it: audio copied, video as ffmpeg's without the model."""
     import sys
 
@@ -235,20 +275,52 @@ def _tags(ffmpeg: str, path: Path) -> list[str]:
     return [line for line in probe.stderr.splitlines() if not any(k in line for k in skip)]
 
 
-@pytest.mark.parametrize("extra", [
-    ["-c", "copy", "-metadata", "artist=Me", "-metadata:s:a:0", "language=fre"],
-    ["-c", "copy", "-map_metadata", "-1", "-map_chapters", "-1"],
-    ["-c:v", "mpeg4", "-c:a", "copy", "-metadata", "title="],
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["-c", "copy", "-metadata", "artist=Me", "-metadata:s:a:0", "language=fre"],
+        ["-c", "copy", "-map_metadata", "-1", "-map_chapters", "-1"],
+        ["-c:v", "mpeg4", "-c:a", "copy", "-metadata", "title="],
+    ],
+)
 def test_metadata_and_chapters_as_ffmpeg(extra: list[str], ffmpeg: str, tmp_path: Path) -> None:
     """Global tags, stream tags and chapters are copied as ffmpeg copies them; -metadata and -map_* apply."""
     src = tmp_path / "tagged.mkv"
     meta = tmp_path / "chapters.txt"
-    meta.write_text(";FFMETADATA1\ntitle=Hello\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n"
-                    "[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=2000\ntitle=Two\n")
-    made = run_ffmpeg(ffmpeg, ["-f", "lavfi", "-i", "testsrc=d=2:s=64x48", "-f", "lavfi", "-i", "sine=d=2",
-                               "-i", str(meta), "-map", "0", "-map", "1", "-map_metadata", "2", "-map_chapters", "2",
-                               "-metadata:s:a:0", "language=ger", "-c:v", "mpeg4", "-c:a", "libopus", str(src)])
+    meta.write_text(
+        ";FFMETADATA1\ntitle=Hello\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=1000\ntitle=One\n"
+        "[CHAPTER]\nTIMEBASE=1/1000\nSTART=1000\nEND=2000\ntitle=Two\n"
+    )
+    made = run_ffmpeg(
+        ffmpeg,
+        [
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=d=2:s=64x48",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=d=2",
+            "-i",
+            str(meta),
+            "-map",
+            "0",
+            "-map",
+            "1",
+            "-map_metadata",
+            "2",
+            "-map_chapters",
+            "2",
+            "-metadata:s:a:0",
+            "language=ger",
+            "-c:v",
+            "mpeg4",
+            "-c:a",
+            "libopus",
+            str(src),
+        ],
+    )
     assert made.rc == 0, made.err
     ours, theirs = tmp_path / "a.mkv", tmp_path / "f.mkv"
     assert run_ffmpeg(ffmpeg, ["-i", str(src), *extra, str(theirs)]).rc == 0
@@ -259,8 +331,11 @@ def test_metadata_and_chapters_as_ffmpeg(extra: list[str], ffmpeg: str, tmp_path
     assert _tags(ffmpeg, ours) == want
 
 
-def test_a_slow_chain_neither_desyncs_nor_grows_the_audio_buffers(clip: dict[str, str], register,  # type: ignore[no-untyped-def]
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slow_chain_neither_desyncs_nor_grows_the_audio_buffers(
+    clip: dict[str, str],
+    register,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A chain 10x slower than decoding: the audio waits with the video, its buffer stays bounded."""
     import time as _time
 
@@ -287,16 +362,31 @@ def test_a_slow_chain_neither_desyncs_nor_grows_the_audio_buffers(clip: dict[str
     args = ["-i", clip["bigbuckbunny"], "-c:a", "copy", "-vf", "scale=64:36,avdnn_test_slow", "-t", "3"]
     res = run_cli(["-hide_banner", "-loglevel", "error", *args, *FMD5])
     assert res.rc == 0, res.err
-    fast = run_cli(["-hide_banner", "-loglevel", "error", "-i", clip["bigbuckbunny"], "-c:a", "copy",
-                    "-vf", "scale=64:36", "-t", "3", *FMD5])
+    fast = run_cli(
+        [
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-i",
+            clip["bigbuckbunny"],
+            "-c:a",
+            "copy",
+            "-vf",
+            "scale=64:36",
+            "-t",
+            "3",
+            *FMD5,
+        ]
+    )
     assert res.out == fast.out  # same packets, same interleaving: nothing desynchronised
     # 3 s of audio is 141 packets; the interleaver held only what the video pipeline's depth allows
     assert peaks and peaks[0] <= 48, peaks  # measured: 21 (slow) and 24 (fast)
 
 
 @pytest.mark.parametrize("autorotate", [[], ["-noautorotate"]])
-def test_the_display_matrix_of_a_file_output(autorotate: list[str], ffmpeg: str, clip: dict[str, str],
-                                             tmp_path: Path) -> None:
+def test_the_display_matrix_of_a_file_output(
+    autorotate: list[str], ffmpeg: str, clip: dict[str, str], tmp_path: Path
+) -> None:
     """Applied by default (the output carries none); kept on the output with -noautorotate, as ffmpeg."""
     rotated = tmp_path / "rot.mp4"
     assert run_ffmpeg(ffmpeg, ["-display_rotation", "90", "-i", clip["carphone"], "-c", "copy", str(rotated)]).rc == 0

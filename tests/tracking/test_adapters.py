@@ -35,9 +35,16 @@ def scene(frames: int = 40, seed: int = 0, objects: int = 4, late: int = 0) -> l
         order = rng.permutation(objects)
         if f < late:
             order = order[order != objects - 1]
-        out.append(Detections(xyxy=xyxy[order], confidence=rng.uniform(0.75, 0.95, objects)[order],
-                              class_id=order, labels=tuple(f"obj{k}" for k in order), frame_size=(400, 400),
-                              pts=f))
+        out.append(
+            Detections(
+                xyxy=xyxy[order],
+                confidence=rng.uniform(0.75, 0.95, objects)[order],
+                class_id=order,
+                labels=tuple(f"obj{k}" for k in order),
+                frame_size=(400, 400),
+                pts=f,
+            )
+        )
     return out
 
 
@@ -128,8 +135,16 @@ def test_the_librarys_parameter_refusal_is_an_invalid_argument() -> None:
 
 
 def test_missing_library_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = TrackerSpec(name="nolib", adapter="roboflow:RoboflowTracker", target="no_such_lib:Tracker",
-                       requires="no_such_lib_avdnn", extra="track", params={}, defaults={}, description="")
+    spec = TrackerSpec(
+        name="nolib",
+        adapter="roboflow:RoboflowTracker",
+        target="no_such_lib:Tracker",
+        requires="no_such_lib_avdnn",
+        extra="track",
+        params={},
+        defaults={},
+        description="",
+    )
     monkeypatch.setitem(KNOWN_TRACKERS, "nolib", spec)
     assert importlib.util.find_spec("no_such_lib_avdnn") is None
     with pytest.raises(BackendUnavailableError, match=r"pip install 'avdnn\[track\]'") as info:
@@ -138,8 +153,9 @@ def test_missing_library_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_parameters_reach_the_library() -> None:
-    t = create_tracker("bytetrack", 10.0, lost_track_buffer=60, minimum_consecutive_frames=1,
-                       track_activation_threshold=0.3)
+    t = create_tracker(
+        "bytetrack", 10.0, lost_track_buffer=60, minimum_consecutive_frames=1, track_activation_threshold=0.3
+    )
     lib = t.tracker  # type: ignore[attr-defined]
     assert lib.maximum_frames_without_update == 20 and lib.minimum_consecutive_frames == 1
     assert lib.track_activation_threshold == 0.3 and lib.maximum_time_without_update == 2.0
@@ -150,8 +166,11 @@ def test_summary_votes_and_counts() -> None:
     base: dict[str, Any] = {"xyxy": [[0, 0, 10, 10], [20, 20, 30, 30]], "class_id": [0, 1], "frame_size": (64, 64)}
     s.add(Detections(**base, confidence=[0.9, 0.5], labels=("cat", "dog"), track_id=[0, -1]), 10, 0.4)
     s.add(Detections(**base, confidence=[0.7, 0.5], labels=("dog", "dog"), track_id=[0, 1]), 11, 0.44)
-    s.add(Detections(**base, confidence=[0.8, 0.6], labels=("cat", "dog"), track_id=[0, 1],
-                     predicted=[True, False]), 12, 0.48)
+    s.add(
+        Detections(**base, confidence=[0.8, 0.6], labels=("cat", "dog"), track_id=[0, 1], predicted=[True, False]),
+        12,
+        0.48,
+    )
     s.add(Detections(**base, confidence=[0.8, 0.6], labels=("cat", "dog"), track_id=[0, 1]), 13, 0.52)
     first, second = s.records()
     assert (first.track_id, first.first_pts, first.last_pts, first.frames, first.detected) == (0, 10, 13, 4, 3)
@@ -164,7 +183,9 @@ def test_import_avdnn_does_not_import_the_tracker_library() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, avdnn, avdnn.filters.track; "
-            "print([m for m in ('trackers', 'supervision', 'cv2') if m in sys.modules])")
+    code = (
+        "import sys, avdnn, avdnn.filters.track; "
+        "print([m for m in ('trackers', 'supervision', 'cv2') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.strip() == "[]"

@@ -54,8 +54,7 @@ def test_blazeface_keeps_one_id_for_the_face(tmp_path: Path) -> None:
 @pytest.mark.parametrize("tracker", ["cbiou", "botsort"])
 def test_first_frame_activation_gives_every_frame_the_id(tmp_path: Path, tracker: str) -> None:
     need("blazeface")
-    recs = run("carphone_pristine.mp4", f"dnn_detect=model=zoo:blazeface,track=tracker={tracker}",
-               tmp_path / "f.jsonl")
+    recs = run("carphone_pristine.mp4", f"dnn_detect=model=zoo:blazeface,track=tracker={tracker}", tmp_path / "f.jsonl")
     assert [b["track_id"] for r in recs for b in r["boxes"]] == [0] * 120
 
 
@@ -71,8 +70,12 @@ def test_interval_3_still_tracks_the_face_on_nearly_every_frame(tmp_path: Path) 
 
 def test_ssd_bytetrack_keeps_ids_across_bikes(tmp_path: Path) -> None:
     need("ssd_mobilenet_v2_coco")
-    recs = run("bikes.mp4", "dnn_detect=model=zoo:ssd_mobilenet_v2_coco,track=tracker=bytetrack",
-               tmp_path / "b.jsonl", frames=100)
+    recs = run(
+        "bikes.mp4",
+        "dnn_detect=model=zoo:ssd_mobilenet_v2_coco,track=tracker=bytetrack",
+        tmp_path / "b.jsonl",
+        frames=100,
+    )
     assert len(recs) == 100
     per_id = Counter(b["track_id"] for r in recs for b in r["boxes"] if b["track_id"] >= 0)
     assert per_id, "no tracked box at all"

@@ -17,8 +17,21 @@ pytest.importorskip("motmetrics", reason="pip install motmetrics==1.4.0")
 
 def test_track_eval_reports_metrics_and_the_adapter_loses_nothing(tmp_path: Path) -> None:
     out = tmp_path / "eval.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "track_eval.py"), "--trackers", "bytetrack,sort",
-                           "--intervals", "1,3", "--json", str(out)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "track_eval.py"),
+            "--trackers",
+            "bytetrack,sort",
+            "--intervals",
+            "1,3",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     doc = json.loads(out.read_text())
     assert doc["compared"] > 1000 and doc["same_ids"] == doc["compared"]

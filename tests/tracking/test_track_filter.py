@@ -34,8 +34,13 @@ def jsonl(path: Path) -> list[dict[str, Any]]:
 
 def test_ids_reach_jsonl_and_the_summary(tmp_path: Path, det_model: str) -> None:
     out = tmp_path / "t.jsonl"
-    stats = avdnn.run("testsrc=s=64x64:r=25:d=0.4", f"dnn_detect=model={det_model},track,metadata_jsonl=file={out}",
-                      input_format="lavfi", output=str(tmp_path / "o.mkv"), codec="ffv1")
+    stats = avdnn.run(
+        "testsrc=s=64x64:r=25:d=0.4",
+        f"dnn_detect=model={det_model},track,metadata_jsonl=file={out}",
+        input_format="lavfi",
+        output=str(tmp_path / "o.mkv"),
+        codec="ffv1",
+    )
     assert stats.frames_written == 10
     lines = jsonl(out)
     frames = [r for r in lines if r["type"] == "frame"]
@@ -53,15 +58,25 @@ def test_ids_reach_jsonl_and_the_summary(tmp_path: Path, det_model: str) -> None
 
 def test_summary_can_be_turned_off(tmp_path: Path, det_model: str) -> None:
     out = tmp_path / "t.jsonl"
-    list(avdnn.run("testsrc=s=64x64:r=25:d=0.2", f"dnn_detect=model={det_model},track,"
-                   f"metadata_jsonl=file={out}:summary=0", input_format="lavfi"))
+    list(
+        avdnn.run(
+            "testsrc=s=64x64:r=25:d=0.2",
+            f"dnn_detect=model={det_model},track,metadata_jsonl=file={out}:summary=0",
+            input_format="lavfi",
+        )
+    )
     assert [r["type"] for r in jsonl(out)] == ["frame"] * 5
 
 
 def test_interval_skips_inference_and_track_predicts(tmp_path: Path, det_model: str) -> None:
     out = tmp_path / "t.jsonl"
-    frames = list(avdnn.run("testsrc=s=64x64:r=25:d=0.48", f"dnn_detect=model={det_model}:interval=3,track,"
-                            f"metadata_jsonl=file={out}", input_format="lavfi"))
+    frames = list(
+        avdnn.run(
+            "testsrc=s=64x64:r=25:d=0.48",
+            f"dnn_detect=model={det_model}:interval=3,track,metadata_jsonl=file={out}",
+            input_format="lavfi",
+        )
+    )
     skipped = [f.side_data.metadata.get(SKIPPED_KEY) == "1" for f in frames]
     assert skipped == [i % 3 != 0 for i in range(12)]
     recs = [r for r in jsonl(out) if r["type"] == "frame"]
@@ -74,14 +89,28 @@ def test_interval_skips_inference_and_track_predicts(tmp_path: Path, det_model: 
 
 
 def test_dnn_detect_without_track_leaves_skipped_frames_bare(det_model: str) -> None:
-    frames = list(avdnn.run("testsrc=s=64x64:r=25:d=0.16", f"dnn_detect=model={det_model}:interval=2",
-                            input_format="lavfi"))
+    frames = list(
+        avdnn.run("testsrc=s=64x64:r=25:d=0.16", f"dnn_detect=model={det_model}:interval=2", input_format="lavfi")
+    )
     assert [f.detections is not None for f in frames] == [True, False, True, False]
 
 
 def test_showinfo_prints_the_track_line(det_model: str, avdnn_cli: Any) -> None:
-    res = avdnn_cli(["-loglevel", "verbose", "-f", "lavfi", "-i", "testsrc=s=64x64:r=25:d=0.2", "-vf",
-                     f"dnn_detect=model={det_model}:interval=2,track,showinfo", "-f", "null", "-"])
+    res = avdnn_cli(
+        [
+            "-loglevel",
+            "verbose",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=s=64x64:r=25:d=0.2",
+            "-vf",
+            f"dnn_detect=model={det_model}:interval=2,track,showinfo",
+            "-f",
+            "null",
+            "-",
+        ]
+    )
     assert res.rc == 0, res.err
     # 5 frames, inference on 0, 2, 4: frame 0's box is not confirmed yet, so frame 1 has nothing to predict
     assert res.err.count("\t\ttrack:  id: 0, detected.") == 2  # frames 2 and 4
@@ -122,19 +151,30 @@ def test_frame_rate_comes_from_the_stream(register: Any) -> None:
 def tracked_frame(fmt: str = "rgb24") -> Frame:
     frame: Frame = lavfi_frames(fmt, 96, 64)[0]
     frame.side_data.detections = Detections(
-        xyxy=[[8, 20, 40, 50], [50, 20, 90, 60], [30, 2, 34, 6]], confidence=[0.9, 0.8, 0.7], class_id=[0, 1, 1],
-        labels=("face", "cat", "cat"), frame_size=(96, 64), track_id=[3, 25, -1])
+        xyxy=[[8, 20, 40, 50], [50, 20, 90, 60], [30, 2, 34, 6]],
+        confidence=[0.9, 0.8, 0.7],
+        class_id=[0, 1, 1],
+        labels=("face", "cat", "cat"),
+        frame_size=(96, 64),
+        track_id=[3, 25, -1],
+    )
     return frame
 
 
 @pytest.mark.parametrize("fmt", ["yuv420p", "rgb24"])
 def test_drawbox_colours_by_track_id(fmt: str) -> None:
-    (out,) = run_filter(make_filter("drawbox", box_source="side_data_detection_bboxes", color="white@0.5",
-                                    track_color=1), [tracked_frame(fmt)])
-    want = run_lavfi(tracked_frame(fmt), [
-        ("drawbox", {"x": "8", "y": "20", "w": "32", "h": "30", "color": TRACK_PALETTE[3] + "@0.5"}),
-        ("drawbox", {"x": "50", "y": "20", "w": "40", "h": "40", "color": TRACK_PALETTE[25 % 20] + "@0.5"}),
-        ("drawbox", {"x": "30", "y": "2", "w": "4", "h": "4", "color": "white@0.5"})])
+    (out,) = run_filter(
+        make_filter("drawbox", box_source="side_data_detection_bboxes", color="white@0.5", track_color=1),
+        [tracked_frame(fmt)],
+    )
+    want = run_lavfi(
+        tracked_frame(fmt),
+        [
+            ("drawbox", {"x": "8", "y": "20", "w": "32", "h": "30", "color": TRACK_PALETTE[3] + "@0.5"}),
+            ("drawbox", {"x": "50", "y": "20", "w": "40", "h": "40", "color": TRACK_PALETTE[25 % 20] + "@0.5"}),
+            ("drawbox", {"x": "30", "y": "2", "w": "4", "h": "4", "color": "white@0.5"}),
+        ],
+    )
     for a, b in zip(out.planes, want.planes, strict=True):
         np.testing.assert_array_equal(a, b)
 
@@ -159,8 +199,13 @@ def test_reclassify_interval_reuses_a_tracks_labels(tmp_path: Path) -> None:
             img[8:40, 8:40] = 10 + k
             img[8:40, 50:82] = 100 + k
             f = Frame.from_ndarray(img, "rgb24", pts=k)
-            f.side_data.detections = Detections(xyxy=[[8, 8, 40, 40], [50, 8, 82, 40]], confidence=[0.9, 0.9],
-                                                class_id=[0, 0], frame_size=(96, 64), track_id=[7, -1])
+            f.side_data.detections = Detections(
+                xyxy=[[8, 8, 40, 40], [50, 8, 82, 40]],
+                confidence=[0.9, 0.9],
+                class_id=[0, 0],
+                frame_size=(96, 64),
+                track_id=[7, -1],
+            )
             out.append(f)
         return out
 
@@ -173,6 +218,7 @@ def test_reclassify_interval_reuses_a_tracks_labels(tmp_path: Path) -> None:
     assert labels(1) == list(zip([str(10 + k) for k in range(7)], b, strict=True))
     assert labels(3) == list(zip(["10", "10", "10", "13", "13", "13", "16"], b, strict=True))
     assert labels(0) == list(zip(["10"] * 7, b, strict=True))
+
     # decided when a frame is submitted, so any async/nireq/batch_size gives the same labels
     def labels_with(**engine: Any) -> list[tuple[str, str]]:
         f = make_filter("dnn_classify", model=model, confidence=0, reclassify_interval=3, **engine)
@@ -182,8 +228,10 @@ def test_reclassify_interval_reuses_a_tracks_labels(tmp_path: Path) -> None:
 
 
 def test_python_api_sees_ids(det_model: str) -> None:
-    out = [f.detections for f in avdnn.run("testsrc=s=64x64:r=25:d=0.12", f"dnn_detect=model={det_model},track",
-                                           input_format="lavfi")]
+    out = [
+        f.detections
+        for f in avdnn.run("testsrc=s=64x64:r=25:d=0.12", f"dnn_detect=model={det_model},track", input_format="lavfi")
+    ]
     assert [d[0].track_id for d in out] == [-1, 0, 0] and not any(d[0].predicted for d in out)
     assert isinstance(out[1].track_ids, np.ndarray)
 
@@ -206,11 +254,24 @@ def test_help_lists_the_trackers_and_their_defaults(avdnn_cli: Any) -> None:
     assert "track_activation_threshold=0.25" in following and "minimum_consecutive_frames=3" in following
 
 
-def test_a_run_stopped_by_frames_still_writes_the_track_summary(tmp_path: Path, det_model: str,
-                                                                 avdnn_cli: Any) -> None:
+def test_a_run_stopped_by_frames_still_writes_the_track_summary(tmp_path: Path, det_model: str, avdnn_cli: Any) -> None:
     out = tmp_path / "t.jsonl"
-    res = avdnn_cli(["-hide_banner", "-f", "lavfi", "-i", "testsrc=s=64x64:r=25:d=2", "-frames:v", "6", "-vf",
-                     f"dnn_detect=model={det_model},track,metadata_jsonl=file={out}", "-f", "null", "-"])
+    res = avdnn_cli(
+        [
+            "-hide_banner",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=s=64x64:r=25:d=2",
+            "-frames:v",
+            "6",
+            "-vf",
+            f"dnn_detect=model={det_model},track,metadata_jsonl=file={out}",
+            "-f",
+            "null",
+            "-",
+        ]
+    )
     assert res.rc == 0, res.err
     lines = jsonl(out)
     tracks = [r for r in lines if r["type"] == "track"]
@@ -221,8 +282,9 @@ def test_a_run_stopped_by_frames_still_writes_the_track_summary(tmp_path: Path, 
 def test_each_stream_has_its_own_tracker(det_model: str) -> None:
     """Two streams with the same model, consumed interleaved: each gets the ids it gets alone."""
     chain = f"dnn_detect=model={det_model},track"
-    alone = [f.detections.track_ids.tolist() for f in avdnn.run("testsrc=s=64x64:r=25:d=0.2", chain,
-                                                                  input_format="lavfi")]
+    alone = [
+        f.detections.track_ids.tolist() for f in avdnn.run("testsrc=s=64x64:r=25:d=0.2", chain, input_format="lavfi")
+    ]
     a = avdnn.run("testsrc=s=64x64:r=25:d=0.2", chain, input_format="lavfi")
     b = avdnn.run("testsrc2=s=64x64:r=25:d=0.2", chain, input_format="lavfi")
     both = [(fa.detections.track_ids.tolist(), fb.detections.track_ids.tolist()) for fa, fb in zip(a, b, strict=True)]

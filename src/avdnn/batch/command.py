@@ -49,8 +49,14 @@ class BatchFlags:
     num_gpus: float = 0.0
 
 
-_VALUE_FLAGS = {"--workers": ("workers", int), "--address": ("address", str), "--report": ("report", str),
-                "--retries": ("retries", int), "--num-cpus": ("num_cpus", float), "--num-gpus": ("num_gpus", float)}
+_VALUE_FLAGS = {
+    "--workers": ("workers", int),
+    "--address": ("address", str),
+    "--report": ("report", str),
+    "--retries": ("retries", int),
+    "--num-cpus": ("num_cpus", float),
+    "--num-gpus": ("num_gpus", float),
+}
 
 
 def split_argv(argv: list[str]) -> tuple[BatchFlags, list[str]]:
@@ -80,8 +86,10 @@ def split_argv(argv: list[str]) -> tuple[BatchFlags, list[str]]:
                 except ValueError:
                     raise InvalidArgumentError(f"Invalid value '{argv[i]}' for {tok}", option=tok[2:]) from None
         elif tok.startswith("--"):
-            raise InvalidArgumentError(f"Unrecognized option '{tok}' (avdnn batch takes --workers, --address, "
-                                       f"--resume, --report, --retries, --num-cpus, --num-gpus)")
+            raise InvalidArgumentError(
+                f"Unrecognized option '{tok}' (avdnn batch takes --workers, --address, "
+                f"--resume, --report, --retries, --num-cpus, --num-gpus)"
+            )
         else:
             rest.append(tok)
         i += 1
@@ -92,12 +100,22 @@ def split_argv(argv: list[str]) -> tuple[BatchFlags, list[str]]:
     return flags, rest
 
 
-def run_command(flags: BatchFlags, chain: str, run_options: dict[str, Any], *, stats: bool | None,
-                level: int) -> int:
+def run_command(flags: BatchFlags, chain: str, run_options: dict[str, Any], *, stats: bool | None, level: int) -> int:
     """Run the corpus; print the summary (and each failure); 0 only when every input succeeded."""
-    report = batch(flags.inputs, chain, output=flags.output or "", workers=flags.workers, address=flags.address,
-                   resume=flags.resume, retries=flags.retries, report=flags.report, num_cpus=flags.num_cpus,
-                   num_gpus=flags.num_gpus, progress_bar=stats if level <= logging.INFO else False, **run_options)
+    report = batch(
+        flags.inputs,
+        chain,
+        output=flags.output or "",
+        workers=flags.workers,
+        address=flags.address,
+        resume=flags.resume,
+        retries=flags.retries,
+        report=flags.report,
+        num_cpus=flags.num_cpus,
+        num_gpus=flags.num_gpus,
+        progress_bar=stats if level <= logging.INFO else False,
+        **run_options,
+    )
     if level <= logging.ERROR:
         sys.stderr.write(report.summary() + "\n")
     failed = report.failed

@@ -66,5 +66,10 @@ def finished(input: str, job: str, output: str) -> bool:  # noqa: A002 - the rep
     except TypeError:
         return False  # an entry of another layout
     same = (entry.input, entry.size, entry.mtime_ns, entry.job, entry.output) == (
-        input, st.st_size, st.st_mtime_ns, job, output)
+        input,
+        st.st_size,
+        st.st_mtime_ns,
+        job,
+        output,
+    )
     return same and (not entry.has_file or os.path.exists(output))

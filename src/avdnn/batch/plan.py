@@ -68,8 +68,10 @@ def check_template(template: str) -> None:
         raise InvalidArgumentError(f"output template '{template}': {exc}") from exc
     unknown = sorted(n for n in names if n.split(".")[0].split("[")[0] not in FIELDS)
     if unknown:
-        raise InvalidArgumentError(f"output template '{template}': unknown field {{{unknown[0]}}}; "
-                                   f"the fields are {', '.join('{' + f + '}' for f in FIELDS)}")
+        raise InvalidArgumentError(
+            f"output template '{template}': unknown field {{{unknown[0]}}}; "
+            f"the fields are {', '.join('{' + f + '}' for f in FIELDS)}"
+        )
 
 
 def fill_chain(chain: str, values: dict[str, Any]) -> str:
@@ -88,8 +90,10 @@ def plan(inputs: list[str], template: str, chain: str) -> list[FileTask]:
         values = fields(path, i)
         out = os.path.abspath(template.format(**values))
         if out in seen:
-            raise InvalidArgumentError(f"inputs '{seen[out]}' and '{path}' would both write '{out}': "
-                                       "put {name}, {parent} or {index} in the output template")
+            raise InvalidArgumentError(
+                f"inputs '{seen[out]}' and '{path}' would both write '{out}': "
+                "put {name}, {parent} or {index} in the output template"
+            )
         if out == path:
             raise InvalidArgumentError(f"output '{out}' is its own input", file=out)
         seen[out] = path

@@ -24,10 +24,12 @@ class CorpusProgress:
             try:
                 from tqdm import tqdm
             except ImportError as exc:
-                raise BackendUnavailableError("the batch progress display needs tqdm: "
-                                              "pip install 'avdnn[ray]'") from exc
-            self.bar = tqdm(total=total, initial=skipped, unit="file", file=sys.stderr, dynamic_ncols=True,
-                            desc="avdnn batch")
+                raise BackendUnavailableError(
+                    "the batch progress display needs tqdm: pip install 'avdnn[ray]'"
+                ) from exc
+            self.bar = tqdm(
+                total=total, initial=skipped, unit="file", file=sys.stderr, dynamic_ncols=True, desc="avdnn batch"
+            )
             self._postfix()
 
     def done(self, rep: FileReport) -> None:
@@ -42,8 +44,10 @@ class CorpusProgress:
 
     def _postfix(self) -> None:
         fps = self.frames / max(time.monotonic() - self.start, 1e-9)
-        self.bar.set_postfix_str(f"ok={self.ok} failed={self.failed} skipped={self.skipped} "
-                                 f"frames={self.frames} fps={fps:.1f}", refresh=False)
+        self.bar.set_postfix_str(
+            f"ok={self.ok} failed={self.failed} skipped={self.skipped} frames={self.frames} fps={fps:.1f}",
+            refresh=False,
+        )
 
     def __enter__(self) -> CorpusProgress:
         return self

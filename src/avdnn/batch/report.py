@@ -81,7 +81,8 @@ class BatchReport:
     def totals(self) -> dict[str, int]:
         count = {s: sum(f.status == s for f in self.files) for s in ("ok", "failed", "skipped")}
         return {
-            "files": len(self.files), **count,
+            "files": len(self.files),
+            **count,
             "frames_read": sum(f.frames_read for f in self.files),
             "frames_written": sum(f.frames_written for f in self.files),
             "frames_failed": sum(sum(f.frames_failed.values()) for f in self.files),
@@ -90,9 +91,17 @@ class BatchReport:
         }
 
     def as_dict(self) -> dict[str, Any]:
-        return {"version": SCHEMA_VERSION, "job": self.job, "chain": self.chain, "output": self.output,
-                "workers": self.workers, "address": self.address, "seconds": round(self.seconds, 3),
-                "totals": self.totals, "files": [asdict(f) for f in self.files]}
+        return {
+            "version": SCHEMA_VERSION,
+            "job": self.job,
+            "chain": self.chain,
+            "output": self.output,
+            "workers": self.workers,
+            "address": self.address,
+            "seconds": round(self.seconds, 3),
+            "totals": self.totals,
+            "files": [asdict(f) for f in self.files],
+        }
 
     def write(self, path: str) -> None:
         """Write the JSON report (under a temporary name, then renamed: never half a report)."""
@@ -105,9 +114,11 @@ class BatchReport:
     def summary(self) -> str:
         """The lines the CLI prints at the end: the totals, then one line per failed input."""
         t = self.totals
-        lines = [f"files: {t['files']}, ok {t['ok']}, failed {t['failed']}, skipped {t['skipped']}; "
-                 f"frames read {t['frames_read']}, written {t['frames_written']}, failed {t['frames_failed']}; "
-                 f"retries {t['retries']}; {self.seconds:.1f}s"]
+        lines = [
+            f"files: {t['files']}, ok {t['ok']}, failed {t['failed']}, skipped {t['skipped']}; "
+            f"frames read {t['frames_read']}, written {t['frames_written']}, failed {t['frames_failed']}; "
+            f"retries {t['retries']}; {self.seconds:.1f}s"
+        ]
         for f in self.failed:
             why = f.error["message"] if f.error else "failed"
             lines.append(f"  failed: {why}" if f.input in why else f"  failed: {f.input}: {why}")

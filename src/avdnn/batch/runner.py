@@ -128,14 +128,22 @@ class _Corpus:
 
     def report(self) -> BatchReport:
         files = [self.reports[t.index] for t in self.tasks if t.index in self.reports]
-        return BatchReport(files, job=self.job, chain=self.chain, output=self.output, workers=self.workers,
-                           address=self.address, seconds=time.monotonic() - self.started)
+        return BatchReport(
+            files,
+            job=self.job,
+            chain=self.chain,
+            output=self.output,
+            workers=self.workers,
+            address=self.address,
+            seconds=time.monotonic() - self.started,
+        )
 
     def abort(self, err: AvdnnError) -> AvdnnError:
         """A job-level error: every file not done fails with it; the report (if asked) is still written."""
         for t in self.tasks:
-            self.reports.setdefault(t.index, FileReport(t.input, t.output, "failed",
-                                                        error={"message": err.oneline(), "code": err.code}))
+            self.reports.setdefault(
+                t.index, FileReport(t.input, t.output, "failed", error={"message": err.oneline(), "code": err.code})
+            )
         if self.report_path is not None:
             self.report().write(self.report_path)
         return err
@@ -164,8 +172,9 @@ class _Driver:
     def run(self, todo: list[FileTask], workers: int, num_cpus: float, num_gpus: float) -> None:
         import ray
 
-        remote = ray.remote(ChainWorker).options(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=-1,
-                                                 max_task_retries=0, max_concurrency=1)
+        remote = ray.remote(ChainWorker).options(
+            num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=-1, max_task_retries=0, max_concurrency=1
+        )
         total = ray.cluster_resources()  # type: ignore[no-untyped-call]
         count = min(fitting_workers(total, workers, num_cpus, num_gpus), len(todo))
         actors: list[Any] = [remote.remote(self.corpus.job, self.run_options) for _ in range(count)]
@@ -193,8 +202,9 @@ class _Driver:
             for rep in self.corpus.reports.values():
                 rep.node_ip = ips.get(rep.node or "", rep.node_ip)
 
-    def _result(self, ref: Any, task: FileTask, attempt: int,
-                pending: deque[tuple[FileTask, int]]) -> FileReport | None:
+    def _result(
+        self, ref: Any, task: FileTask, attempt: int, pending: deque[tuple[FileTask, int]]
+    ) -> FileReport | None:
         """The file's report; None when it went back in the queue (its worker died)."""
         import ray
         from ray.exceptions import RayActorError, WorkerCrashedError
@@ -203,9 +213,12 @@ class _Driver:
             rep: FileReport | JobFailure = ray.get(ref)
         except (RayActorError, WorkerCrashedError) as exc:
             if getattr(exc, "actor_init_failed", False):  # __init__ raised (an older Ray: no flag)
-                raise self.corpus.abort(ExternalError(
-                    f"a batch worker could not start ({_last_line(str(exc))}); "
-                    "is this avdnn installed on every node?")) from exc
+                raise self.corpus.abort(
+                    ExternalError(
+                        f"a batch worker could not start ({_last_line(str(exc))}); "
+                        "is this avdnn installed on every node?"
+                    )
+                ) from exc
             if attempt <= self.retries:
                 log.warning("%s: worker process died (attempt %d); running it again", task.input, attempt)
                 pending.append((task, attempt + 1))
@@ -213,9 +226,17 @@ class _Driver:
             for stale in stale_partials(task.output):  # what the last dead attempt left
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(stale)
-            return FileReport(task.input, task.output, "failed", attempts=attempt, error={
-                "message": f"'{task.input}': the worker process died {attempt} time(s) running this file "
-                           f"({_last_line(str(exc))})", "code": AVERROR_EXTERNAL})
+            return FileReport(
+                task.input,
+                task.output,
+                "failed",
+                attempts=attempt,
+                error={
+                    "message": f"'{task.input}': the worker process died {attempt} time(s) running this file "
+                    f"({_last_line(str(exc))})",
+                    "code": AVERROR_EXTERNAL,
+                },
+            )
         if isinstance(rep, JobFailure):
             raise self.corpus.abort(from_code(rep.code, rep.message))
         return rep
@@ -230,8 +251,9 @@ def fitting_workers(total: dict[str, float], workers: int, num_cpus: float, num_
             have = total.get(key, 0.0)
             n = math.floor(have / per + 1e-9)
             if n < 1:
-                raise InvalidArgumentError(f"no worker fits: each needs {per:g} {key}, the cluster has {have:g}",
-                                           option=f"num_{key.lower()}s")
+                raise InvalidArgumentError(
+                    f"no worker fits: each needs {per:g} {key}, the cluster has {have:g}", option=f"num_{key.lower()}s"
+                )
             fit = min(fit, n)
     if fit < workers:
         log.warning("only %d of the %d workers fit the cluster's CPUs/GPUs; running %d", fit, workers, fit)
@@ -248,8 +270,9 @@ def _probe(address: str) -> None:
     except TimeoutError as exc:
         raise from_errno(errno.ETIMEDOUT, f"cannot reach the Ray cluster at '{address}': timed out") from exc
     except OSError as exc:
-        raise from_errno(exc.errno or errno.ECONNREFUSED,
-                         f"cannot reach the Ray cluster at '{address}': {exc.strerror or exc}") from exc
+        raise from_errno(
+            exc.errno or errno.ECONNREFUSED, f"cannot reach the Ray cluster at '{address}': {exc.strerror or exc}"
+        ) from exc
 
 
 def _last_line(text: str) -> str:
@@ -270,8 +293,9 @@ def import_ray(*, loopback: bool = False) -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise BackendUnavailableError("avdnn batch runs on Ray, which is not installed: "
-                                      "pip install 'avdnn[ray]'") from exc
+        raise BackendUnavailableError(
+            "avdnn batch runs on Ray, which is not installed: pip install 'avdnn[ray]'"
+        ) from exc
     return ray
 
 
@@ -292,8 +316,9 @@ def _ray(address: str | None, workers: int, num_cpus: float, num_gpus: float) ->
         try:
             ray.init(address=address, **quiet)
         except ConnectionError as exc:  # what ray.init raises when it finds no cluster or cannot join it
-            raise from_errno(errno.ECONNREFUSED, f"cannot join the Ray cluster at '{address}': "
-                                                 f"{_last_line(str(exc))}") from exc
+            raise from_errno(
+                errno.ECONNREFUSED, f"cannot join the Ray cluster at '{address}': {_last_line(str(exc))}"
+            ) from exc
     else:
         need_cpus = max(os.cpu_count() or 1, math.ceil(workers * num_cpus))
         # "local": a new instance even where RAY_ADDRESS or a `ray start` on this machine exists

@@ -62,8 +62,9 @@ class ChainWorker:
         """Run one file; its own failures come back in the report, never as an exception."""
         start = time.monotonic()
         loads = self.keeper.loads
-        rep = FileReport(task.input, task.output, "failed", node=self.node, host=self.host, pid=self.pid,
-                         attempts=attempt)
+        rep = FileReport(
+            task.input, task.output, "failed", node=self.node, host=self.host, pid=self.pid, attempts=attempt
+        )
         try:
             stats = self._run(task)
         except AvdnnError as exc:

@@ -32,7 +32,9 @@ def require_pillow(label: str) -> Any:
     except ImportError:
         raise NotSupportedError(
             "drawtext: this libavfilter has no drawtext (no freetype) and Pillow is not installed to draw the "
-            "labels instead: pip install pillow", filter=label) from None
+            "labels instead: pip install pillow",
+            filter=label,
+        ) from None
     return Image, ImageDraw, ImageFont
 
 
@@ -60,7 +62,8 @@ def color_in_format(rgba: tuple[int, int, int, int], fmt: str) -> list[np.ndarra
     block = np.empty((4, 4, 3), dtype=np.uint8)
     block[...] = rgba[:3]
     frame = av.VideoFrame.from_ndarray(block, format="rgb24").reformat(
-        format=fmt, src_colorspace="ITU601", dst_colorspace="ITU601")
+        format=fmt, src_colorspace="ITU601", dst_colorspace="ITU601"
+    )
     return [p[0, 0] for p in Frame.from_av(frame).planes]
 
 
@@ -73,8 +76,9 @@ class TextRenderer:
         try:
             self.font = font_mod.truetype(fontfile, fontsize) if fontfile else font_mod.load_default(fontsize)
         except OSError as exc:
-            raise InvalidArgumentError(f"Could not load font \"{fontfile}\": {exc}", filter=label,
-                                       option="fontfile") from exc
+            raise InvalidArgumentError(
+                f'Could not load font "{fontfile}": {exc}', filter=label, option="fontfile"
+            ) from exc
         self.fg = parse_color(values.get("fontcolor") or "black", label, "fontcolor")
         self.boxcolor = parse_color(values.get("boxcolor") or "white", label, "boxcolor")
         self.box = bool(values.get("box"))
@@ -82,12 +86,14 @@ class TextRenderer:
             self.border = int(float(str(values.get("boxborderw") or "0").split("|")[0]))
             self.alpha = min(max(float(values.get("alpha") or "1"), 0.0), 1.0)
         except ValueError as exc:
-            raise InvalidArgumentError(f"avdnn's drawtext takes numbers for boxborderw/alpha: {exc}",
-                                       filter=label) from None
+            raise InvalidArgumentError(
+                f"avdnn's drawtext takes numbers for boxborderw/alpha: {exc}", filter=label
+            ) from None
         self._colors: dict[tuple[str, tuple[int, int, int, int]], list[np.ndarray]] = {}
 
-    def _masks(self, size: tuple[int, int], origin: tuple[int, int], texts: Sequence[tuple[str, int, int]]
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _masks(
+        self, size: tuple[int, int], origin: tuple[int, int], texts: Sequence[tuple[str, int, int]]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Box and ink coverage (0..1) of the ``size`` rectangle at ``origin``, all labels drawn."""
         box = self.Image.new("L", size, 0)
         ink = self.Image.new("L", size, 0)
@@ -101,8 +107,9 @@ class TextRenderer:
             draw_ink.text((x - ox, y - oy), text, font=self.font, fill=255)
         return np.asarray(box, dtype=np.float32) / 255, np.asarray(ink, dtype=np.float32) / 255
 
-    def rects(self, width: int, height: int, block: tuple[int, int], texts: Sequence[tuple[str, int, int]]
-              ) -> list[Rect]:
+    def rects(
+        self, width: int, height: int, block: tuple[int, int], texts: Sequence[tuple[str, int, int]]
+    ) -> list[Rect]:
         """Where the labels can put ink: their extents on whole chroma blocks, clipped, overlaps merged."""
         if not hasattr(self, "_measure"):
             self._measure = self.ImageDraw.Draw(self.Image.new("L", (1, 1), 0))
@@ -111,8 +118,12 @@ class TextRenderer:
         out: list[Rect] = []
         for text, x, y in texts:
             x0, y0, x1, y1 = (int(v) for v in self._measure.textbbox((x, y), text, font=self.font))
-            r = (max(0, (x0 - pad) // bw * bw), max(0, (y0 - pad) // bh * bh),
-                 min(width, -(-(x1 + pad) // bw) * bw), min(height, -(-(y1 + pad) // bh) * bh))
+            r = (
+                max(0, (x0 - pad) // bw * bw),
+                max(0, (y0 - pad) // bh * bh),
+                min(width, -(-(x1 + pad) // bw) * bw),
+                min(height, -(-(y1 + pad) // bh) * bh),
+            )
             if r[0] < r[2] and r[1] < r[3]:
                 out.append(r)
         merged = True
@@ -145,15 +156,14 @@ class TextRenderer:
         if not rects:
             return frame
         planes = [np.array(p, copy=True) for p in frame.planes]
-        values = [(rgba, self._color(rgba, frame.format)) for rgba in ([self.boxcolor] if self.box else [])
-                  + [self.fg]]
+        values = [(rgba, self._color(rgba, frame.format)) for rgba in ([self.boxcolor] if self.box else []) + [self.fg]]
         for x0, y0, x1, y1 in rects:
             box, ink = self._masks((x1 - x0, y1 - y0), (x0, y0), texts)
             for mask, (rgba, samples) in zip([box] * self.box + [ink], values, strict=True):
                 coverage = mask * (rgba[3] / 255.0) * self.alpha
                 for plane, pspec, value in zip(planes, spec.planes, samples, strict=True):
                     lw, lh = pspec.log2_w, pspec.log2_h
-                    region = plane[y0 >> lh: -(-y1 >> lh), x0 >> lw: -(-x1 >> lw)]
+                    region = plane[y0 >> lh : -(-y1 >> lh), x0 >> lw : -(-x1 >> lw)]
                     a = _subsample(coverage, pspec.log2_w, pspec.log2_h, region.shape[:2])
                     if region.ndim == 3:
                         a = a[..., None]

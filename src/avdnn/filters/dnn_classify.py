@@ -34,8 +34,14 @@ CLASSIFY_OPTIONS: tuple[Option, ...] = (
     Option("confidence", "float", 0.5, 0, 1, help="threshold of confidence"),
     Option("labels", "string", None, help="path to labels file"),
     Option("target", "string", None, help="which one to be classified"),
-    Option("reclassify_interval", "int", 1, 0, INT_MAX,
-           help="classify a tracked object every Nth frame it is seen and reuse its labels between; 0: once (avdnn)"),
+    Option(
+        "reclassify_interval",
+        "int",
+        1,
+        0,
+        INT_MAX,
+        help="classify a tracked object every Nth frame it is seen and reuse its labels between; 0: once (avdnn)",
+    ),
 )
 
 
@@ -63,7 +69,10 @@ class DnnClassifyFilter(DnnFilter):
     func_type: ClassVar[DNNFunctionType] = DNNFunctionType.ANALYTICS_CLASSIFY
     pix_fmts: ClassVar[tuple[str, ...] | None] = DNN_PIX_FMTS
     options: ClassVar[tuple[Option, ...]] = (
-        dnn_backend_option(ANALYTICS_BACKENDS), *CLASSIFY_OPTIONS, *dnn_options(ANALYTICS_BACKENDS))
+        dnn_backend_option(ANALYTICS_BACKENDS),
+        *CLASSIFY_OPTIONS,
+        *dnn_options(ANALYTICS_BACKENDS),
+    )
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
         values = self.resolve_zoo(values, label)
@@ -128,8 +137,7 @@ class DnnClassifyFilter(DnnFilter):
         def post(outputs: list[Any]) -> Any:
             return classify_top1(outputs[0], confidence=confidence, labels=labels)
 
-        items = [Item(spec.shape, spec.dtype, io_analytics.classify_fill(frame, box, spec), post)
-                 for _, box in chosen]
+        items = [Item(spec.shape, spec.dtype, io_analytics.classify_fill(frame, box, spec), post) for _, box in chosen]
         return self.submit(_Job(frame, [i for i, _ in chosen], tuple(tids[i] for i, _ in chosen), reused), items)
 
     def finish(self, payload: Any, results: tuple[Any, ...]) -> Frame:

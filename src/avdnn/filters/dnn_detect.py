@@ -43,8 +43,9 @@ ANALYTICS_BACKENDS = DNNBackendType(int(ALL_BACKENDS) | sum({int(s.flag) for s i
 
 #: FFmpeg's model_type constants first (ssd=0, yolo=1, yolov3=2, yolov4=3), then avdnn's.
 _FFMPEG_TYPES = ("ssd", "yolo", "yolov3", "yolov4")
-MODEL_TYPES: dict[str, int] = {name: i for i, name in enumerate(
-    [*_FFMPEG_TYPES, *(n for n in list_model_types() if n not in _FFMPEG_TYPES)])}
+MODEL_TYPES: dict[str, int] = {
+    name: i for i, name in enumerate([*_FFMPEG_TYPES, *(n for n in list_model_types() if n not in _FFMPEG_TYPES)])
+}
 NMS_MODES: dict[str, int] = {"auto": 0, "none": 1, "greedy": 2, "ffmpeg": 3, "weighted": 4}
 
 DETECT_OPTIONS: tuple[Option, ...] = (
@@ -59,8 +60,14 @@ DETECT_OPTIONS: tuple[Option, ...] = (
     Option("nms", "int", 0, 0, 4, help="overlap removal: auto = the model type's own (avdnn)", consts=NMS_MODES),
     Option("letterbox", "bool", False, 0, 1, help="keep the aspect ratio and pad instead of stretching (avdnn)"),
     Option("max_det", "int", 300, 1, INT_MAX, help="at most this many boxes per frame, modern types (avdnn)"),
-    Option("interval", "int", 1, 1, INT_MAX,
-           help="run the model on every Nth frame; a track filter predicts the others (avdnn)"),
+    Option(
+        "interval",
+        "int",
+        1,
+        1,
+        INT_MAX,
+        help="run the model on every Nth frame; a track filter predicts the others (avdnn)",
+    ),
 )
 
 
@@ -71,8 +78,9 @@ def model_type_name(value: int | str) -> str:
     for name, number in MODEL_TYPES.items():
         if number == value:
             return name
-    raise InvalidArgumentError(f"model_type {value} is not a known detection model type "
-                               f"({', '.join(MODEL_TYPES)})", option="model_type")
+    raise InvalidArgumentError(
+        f"model_type {value} is not a known detection model type ({', '.join(MODEL_TYPES)})", option="model_type"
+    )
 
 
 class DnnDetectFilter(DnnFilter):
@@ -84,15 +92,22 @@ class DnnDetectFilter(DnnFilter):
     func_type: ClassVar[DNNFunctionType] = DNNFunctionType.ANALYTICS_DETECT
     pix_fmts: ClassVar[tuple[str, ...] | None] = DNN_PIX_FMTS
     options: ClassVar[tuple[Option, ...]] = (
-        dnn_backend_option(ANALYTICS_BACKENDS), *DETECT_OPTIONS, *dnn_options(ANALYTICS_BACKENDS))
+        dnn_backend_option(ANALYTICS_BACKENDS),
+        *DETECT_OPTIONS,
+        *dnn_options(ANALYTICS_BACKENDS),
+    )
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
         values = self.resolve_zoo(values, label)
         self.model_type = model_type_name(values.get("model_type", 0))
         row = get_model_type(self.model_type)
         if row.needs_anchors and not values.get("anchors"):
-            raise InvalidArgumentError("anchors is not set while being required for YOLO models",
-                                       code=AVERROR(errno.EINVAL), filter=label or self.name, option="anchors")
+            raise InvalidArgumentError(
+                "anchors is not set while being required for YOLO models",
+                code=AVERROR(errno.EINVAL),
+                filter=label or self.name,
+                option="anchors",
+            )
         self.labels = labels_value(values.get("labels"))
         super().__init__(values, label=label)
         if self.config.backend == "tensorflow":
@@ -100,8 +115,10 @@ class DnnDetectFilter(DnnFilter):
             if len(self.config.outputs) != 4:
                 self.close()
                 raise InvalidArgumentError(
-                    f"Only support tensorflow detect model with 4 outputs, but get {len(self.config.outputs)} "
-                    f"instead", filter=self.label, option="output")
+                    f"Only support tensorflow detect model with 4 outputs, but get {len(self.config.outputs)} instead",
+                    filter=self.label,
+                    option="output",
+                )
             if self.model_type == "ssd":
                 self.model_type = "tf"
         self._warned_existing = False
@@ -120,12 +137,21 @@ class DnnDetectFilter(DnnFilter):
             geom = io_analytics.geometry(spec, width, height, bool(self.opts.get("letterbox")))
             nms = next(k for k, v in NMS_MODES.items() if v == self.opts.get("nms", 0))
             ctx = DetectContext(
-                frame_width=width, frame_height=height, input_width=spec.width, input_height=spec.height,
-                confidence=float(self.opts.get("confidence", 0.5)), iou=float(self.opts.get("iou", 0.45)),
-                nb_classes=int(self.opts.get("nb_classes", 0)), anchors=tuple(self.opts.get("anchors") or ()),
-                cell_w=int(self.opts.get("cell_w", 0)), cell_h=int(self.opts.get("cell_h", 0)),
-                labels=self.labels, letterbox=None if geom.is_stretch else geom, nms=nms,  # type: ignore[arg-type]
-                max_det=int(self.opts.get("max_det", 300)), source=self.model_source,
+                frame_width=width,
+                frame_height=height,
+                input_width=spec.width,
+                input_height=spec.height,
+                confidence=float(self.opts.get("confidence", 0.5)),
+                iou=float(self.opts.get("iou", 0.45)),
+                nb_classes=int(self.opts.get("nb_classes", 0)),
+                anchors=tuple(self.opts.get("anchors") or ()),
+                cell_w=int(self.opts.get("cell_w", 0)),
+                cell_h=int(self.opts.get("cell_h", 0)),
+                labels=self.labels,
+                letterbox=None if geom.is_stretch else geom,
+                nms=nms,  # type: ignore[arg-type]
+                max_det=int(self.opts.get("max_det", 300)),
+                source=self.model_source,
             )
             self._contexts[key] = (ctx, spec)
         return self._contexts[key]
@@ -136,8 +162,9 @@ class DnnDetectFilter(DnnFilter):
         existing = frame.side_data.detections
         if existing is not None and len(existing):
             if not self._warned_existing:
-                log.warning("%s: already have bounding boxes in side data; frames that have them pass "
-                            "unchanged", self.label)
+                log.warning(
+                    "%s: already have bounding boxes in side data; frames that have them pass unchanged", self.label
+                )
                 self._warned_existing = True
             return self.submit(frame, [])
         self._seen += 1

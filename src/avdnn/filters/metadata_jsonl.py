@@ -51,10 +51,14 @@ def frame_record(frame: Frame, n: int) -> dict[str, Any]:
     time = frame.time
     boxes = det.to_dict()["boxes"] if det is not None else []
     return {
-        "version": SCHEMA_VERSION, "type": "frame", "n": n, "pts": frame.pts,
+        "version": SCHEMA_VERSION,
+        "type": "frame",
+        "n": n,
+        "pts": frame.pts,
         "time_base": f"{tb.numerator}/{tb.denominator}" if tb is not None else None,
         "time": time if time is None or math.isfinite(time) else None,
-        "width": frame.width, "height": frame.height,
+        "width": frame.width,
+        "height": frame.height,
         "source": det.source if det is not None else None,
         "boxes": boxes,
     }
@@ -75,18 +79,23 @@ class MetadataJsonlFilter(Filter):
         super().__init__(values, label=label)
         path = values.get("file")
         if not path:
-            raise InvalidArgumentError("no file given: metadata_jsonl=file=out.jsonl", filter=self.label,
-                                       option="file")
+            raise InvalidArgumentError("no file given: metadata_jsonl=file=out.jsonl", filter=self.label, option="file")
         self.path = str(path)
         self.direct = bool(values.get("direct"))
         self.count = 0
         self.summary: TrackSummary | None = TrackSummary() if values.get("summary", True) else None
         try:
-            self._out: IO[str] | None = sys.stdout if self.path == "-" else open(  # noqa: SIM115
-                self.path, "w", encoding="utf-8")
+            self._out: IO[str] | None = (
+                sys.stdout
+                if self.path == "-"
+                else open(  # noqa: SIM115
+                    self.path, "w", encoding="utf-8"
+                )
+            )
         except OSError as exc:
-            raise from_errno(exc.errno or 5, f"could not open '{self.path}': {exc.strerror}", filter=self.label,
-                             file=self.path) from exc
+            raise from_errno(
+                exc.errno or 5, f"could not open '{self.path}': {exc.strerror}", filter=self.label, file=self.path
+            ) from exc
 
     def filter(self, frame: Frame) -> list[Frame]:
         if self._out is None:

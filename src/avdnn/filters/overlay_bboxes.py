@@ -43,9 +43,27 @@ SIDE_DATA_BBOXES = "side_data_detection_bboxes"
 
 #: ``track_color`` palette (supervision's default colours): track id modulo its length.
 TRACK_PALETTE: tuple[str, ...] = (
-    "0xA351FB", "0xFF4040", "0xFFA1A0", "0xFF7633", "0xFFB633", "0xD1D435", "0x4CFB12", "0x94CF1A",
-    "0x40DE8A", "0x1BE7FF", "0x00B7EB", "0x3D85C6", "0x006FFF", "0x5E5EFF", "0x8A2BE2", "0xDC5DF0",
-    "0xFF5BD5", "0xFF0080", "0xAB2D5D", "0x8F8F8F")
+    "0xA351FB",
+    "0xFF4040",
+    "0xFFA1A0",
+    "0xFF7633",
+    "0xFFB633",
+    "0xD1D435",
+    "0x4CFB12",
+    "0x94CF1A",
+    "0x40DE8A",
+    "0x1BE7FF",
+    "0x00B7EB",
+    "0x3D85C6",
+    "0x006FFF",
+    "0x5E5EFF",
+    "0x8A2BE2",
+    "0xDC5DF0",
+    "0xFF5BD5",
+    "0xFF0080",
+    "0xAB2D5D",
+    "0x8F8F8F",
+)
 
 
 def has_lavfi(name: str) -> bool:
@@ -142,8 +160,12 @@ def _source_given(items: Sequence[tuple[str | None, str]], key: str) -> bool:
 
 def _check_source(value: str | None, option: str, label: str) -> None:
     if value != SIDE_DATA_BBOXES:
-        raise InvalidArgumentError(f"{value} is not supported (only {SIDE_DATA_BBOXES})",
-                                   code=AVERROR(errno.EINVAL), filter=label, option=option)
+        raise InvalidArgumentError(
+            f"{value} is not supported (only {SIDE_DATA_BBOXES})",
+            code=AVERROR(errno.EINVAL),
+            filter=label,
+            option=option,
+        )
 
 
 class DrawBoxFilter(Filter):
@@ -193,8 +215,11 @@ class DrawBoxFilter(Filter):
                 log.warning("%s: No detection bboxes.", self.label)
                 self._warned = True
             return [frame]
-        boxes = [{"x": str(b.x), "y": str(b.y), "w": str(b.w), "h": str(b.h), "color": self.box_color(b)}
-                 for b in det if b.w > 0 and b.h > 0]  # FFmpeg draws nothing for an empty box
+        boxes = [
+            {"x": str(b.x), "y": str(b.y), "w": str(b.w), "h": str(b.h), "color": self.box_color(b)}
+            for b in det
+            if b.w > 0 and b.h > 0
+        ]  # FFmpeg draws nothing for an empty box
         try:
             return [self.overlay.run(frame, boxes)]
         except InvalidArgumentError as exc:
@@ -234,8 +259,20 @@ class DrawTextFilter(Filter):
         Option("fix_bounds", "bool", False, 0, 1, help="check and fix text coords to avoid clipping"),
         Option("text_source", "string", None, help="the source of text"),
     )
-    _PASSED = ("fontfile", "fontcolor", "boxcolor", "bordercolor", "shadowcolor", "boxborderw", "line_spacing",
-               "shadowx", "shadowy", "borderw", "font", "alpha")
+    _PASSED = (
+        "fontfile",
+        "fontcolor",
+        "boxcolor",
+        "bordercolor",
+        "shadowcolor",
+        "boxborderw",
+        "line_spacing",
+        "shadowx",
+        "shadowy",
+        "borderw",
+        "font",
+        "alpha",
+    )
 
     @classmethod
     def accepts(cls, items: Sequence[tuple[str | None, str]]) -> bool:
@@ -248,13 +285,19 @@ class DrawTextFilter(Filter):
         try:
             self.fontsize = int(float(size))
         except ValueError:
-            raise InvalidArgumentError(f"fontsize '{size}': avdnn's drawtext takes a number with text_source",
-                                       filter=self.label, option="fontsize") from None
+            raise InvalidArgumentError(
+                f"fontsize '{size}': avdnn's drawtext takes a number with text_source",
+                filter=self.label,
+                option="fontsize",
+            ) from None
         self.lavfi = has_lavfi("drawtext")
         self._warned = False
         if self.lavfi:
-            style = {k: str(int(v)) if isinstance(v, bool) else str(v)
-                     for k in self._PASSED if (v := values.get(k)) is not None}
+            style = {
+                k: str(int(v)) if isinstance(v, bool) else str(v)
+                for k in self._PASSED
+                if (v := values.get(k)) is not None
+            }
             style.update(fontsize=str(self.fontsize), box="1" if values.get("box") else "0", expansion="normal")
             if values.get("fix_bounds"):
                 style["fix_bounds"] = "1"

@@ -42,15 +42,60 @@ from .options import Option
 
 BBOX_SIDE_DATA_NAME = "Bounding boxes for object detection and classification"
 COLOR_RANGES = {1: "tv", 2: "pc"}
-COLOR_SPACES = {0: "gbr", 1: "bt709", 3: "reserved", 4: "fcc", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m",
-                8: "ycgco", 9: "bt2020nc", 10: "bt2020c", 11: "smpte2085", 12: "chroma-derived-nc",
-                13: "chroma-derived-c", 14: "ictcp", 15: "ipt-c2", 16: "ycgco-re", 17: "ycgco-ro"}
-COLOR_PRIMARIES = {0: "reserved", 1: "bt709", 3: "reserved", 4: "bt470m", 5: "bt470bg", 6: "smpte170m",
-                   7: "smpte240m", 8: "film", 9: "bt2020", 10: "smpte428", 11: "smpte431", 12: "smpte432",
-                   22: "ebu3213"}
-COLOR_TRCS = {0: "reserved", 1: "bt709", 3: "reserved", 4: "bt470m", 5: "bt470bg", 6: "smpte170m", 7: "smpte240m",
-              8: "linear", 9: "log100", 10: "log316", 11: "iec61966-2-4", 12: "bt1361e", 13: "iec61966-2-1",
-              14: "bt2020-10", 15: "bt2020-12", 16: "smpte2084", 17: "smpte428", 18: "arib-std-b67"}
+COLOR_SPACES = {
+    0: "gbr",
+    1: "bt709",
+    3: "reserved",
+    4: "fcc",
+    5: "bt470bg",
+    6: "smpte170m",
+    7: "smpte240m",
+    8: "ycgco",
+    9: "bt2020nc",
+    10: "bt2020c",
+    11: "smpte2085",
+    12: "chroma-derived-nc",
+    13: "chroma-derived-c",
+    14: "ictcp",
+    15: "ipt-c2",
+    16: "ycgco-re",
+    17: "ycgco-ro",
+}
+COLOR_PRIMARIES = {
+    0: "reserved",
+    1: "bt709",
+    3: "reserved",
+    4: "bt470m",
+    5: "bt470bg",
+    6: "smpte170m",
+    7: "smpte240m",
+    8: "film",
+    9: "bt2020",
+    10: "smpte428",
+    11: "smpte431",
+    12: "smpte432",
+    22: "ebu3213",
+}
+COLOR_TRCS = {
+    0: "reserved",
+    1: "bt709",
+    3: "reserved",
+    4: "bt470m",
+    5: "bt470bg",
+    6: "smpte170m",
+    7: "smpte240m",
+    8: "linear",
+    9: "log100",
+    10: "log316",
+    11: "iec61966-2-4",
+    12: "bt1361e",
+    13: "iec61966-2-1",
+    14: "bt2020-10",
+    15: "bt2020-12",
+    16: "smpte2084",
+    17: "smpte428",
+    18: "arib-std-b67",
+}
 PICTURE_TYPES = "?IPBSipb"
 
 
@@ -83,7 +128,7 @@ def _plane_rows(frame: Frame) -> tuple[list[np.ndarray], int, bool]:
     for i, plane in enumerate(av_frame.planes):
         step = sum(-(-c.bits // 8) for c in comps if c.plane == i)
         raw = np.frombuffer(memoryview(plane), dtype=np.uint8).reshape(plane.height, plane.line_size)
-        rows.append(raw[:, :plane.width * step])
+        rows.append(raw[:, : plane.width * step])
     return rows, depth, av_frame.format.name.endswith("be")
 
 
@@ -103,8 +148,10 @@ def checksum_text(frame: Frame) -> str:
         sums.append(str((s + count // 2) // count) if count else "0")
         var = (s2 - s * float(s) / count) / count if count else math.nan
         stdevs.append("%3.1f" % (math.sqrt(var) if var >= 0 else math.nan))
-    return (f"checksum:{checksum:08X} plane_checksum:[{' '.join(f'{c:08X}' for c in planes)}] "
-            f"mean:[{' '.join(sums)}] stdev:[{' '.join(stdevs)}]")
+    return (
+        f"checksum:{checksum:08X} plane_checksum:[{' '.join(f'{c:08X}' for c in planes)}] "
+        f"mean:[{' '.join(sums)}] stdev:[{' '.join(stdevs)}]"
+    )
 
 
 def detection_lines(det: Any) -> list[str]:
@@ -115,8 +162,9 @@ def detection_lines(det: Any) -> list[str]:
     for i, box in enumerate(det):
         (x0, y0), (x1, y1) = box.region
         num, den = box.detect_confidence
-        lines.append(f"index: {i},\tregion: ({x0}, {y0}) -> ({x1}, {y1}), label: {box.detect_label}, "
-                     f"confidence: {num}/{den}.")
+        lines.append(
+            f"index: {i},\tregion: ({x0}, {y0}) -> ({x1}, {y1}), label: {box.detect_label}, confidence: {num}/{den}."
+        )
         for (label, _), (cnum, cden) in zip(box.classify, box.classify_confidences, strict=True):
             lines.append(f"\t\tclassify:  label: {label}, confidence: {cnum}/{cden}.")
         if box.track_id >= 0 or box.predicted:  # avdnn's line: FFmpeg's bbox has no track id
@@ -129,8 +177,10 @@ def color_line(frame: Frame) -> str:
     """vf_showinfo's dump_color_property line."""
     props = frame._color_props() or (0, 2, 2, 2)
     rng, space, prim, trc = (int(v) for v in props)
-    return (f"color_range:{COLOR_RANGES.get(rng, 'unknown')} color_space:{COLOR_SPACES.get(space, 'unknown')} "
-            f"color_primaries:{COLOR_PRIMARIES.get(prim, 'unknown')} color_trc:{COLOR_TRCS.get(trc, 'unknown')}")
+    return (
+        f"color_range:{COLOR_RANGES.get(rng, 'unknown')} color_space:{COLOR_SPACES.get(space, 'unknown')} "
+        f"color_primaries:{COLOR_PRIMARIES.get(prim, 'unknown')} color_trc:{COLOR_TRCS.get(trc, 'unknown')}"
+    )
 
 
 def frame_lines(frame: Frame, n: int, *, checksum: bool = True) -> list[str]:
@@ -141,11 +191,13 @@ def frame_lines(frame: Frame, n: int, *, checksum: bool = True) -> list[str]:
     duration = frame.duration or 0
     interlaced = "T" if av_frame.interlaced_frame else "P"
     pict = int(av_frame.pict_type)
-    head = (f"n:{n:4d} pts:{ts2str(frame.pts):>7} pts_time:{ts2timestr(frame.pts, tb):<7} "
-            f"duration:{duration:7d} duration_time:{ts2timestr(duration, tb):<7} "
-            f"fmt:{av_frame.format.name} cl:unspecified sar:{sar.numerator}/{sar.denominator} "
-            f"s:{frame.width}x{frame.height} i:{interlaced} iskey:{int(bool(av_frame.key_frame))} "
-            f"type:{PICTURE_TYPES[pict] if 0 <= pict < len(PICTURE_TYPES) else '?'} ")
+    head = (
+        f"n:{n:4d} pts:{ts2str(frame.pts):>7} pts_time:{ts2timestr(frame.pts, tb):<7} "
+        f"duration:{duration:7d} duration_time:{ts2timestr(duration, tb):<7} "
+        f"fmt:{av_frame.format.name} cl:unspecified sar:{sar.numerator}/{sar.denominator} "
+        f"s:{frame.width}x{frame.height} i:{interlaced} iskey:{int(bool(av_frame.key_frame))} "
+        f"type:{PICTURE_TYPES[pict] if 0 <= pict < len(PICTURE_TYPES) else '?'} "
+    )
     if checksum:
         head += checksum_text(frame)
     lines = [head, *detection_lines(frame.side_data.detections), color_line(frame)]
@@ -159,8 +211,10 @@ def config_lines(time_base: Fraction | None, frame_rate: Fraction | None) -> lis
     """The two lines showinfo logs when its links are configured (the output's are not set yet)."""
     tb = time_base or Fraction(0, 1)
     fr = frame_rate or Fraction(0, 1)
-    return [f"config in time_base: {tb.numerator}/{tb.denominator}, frame_rate: {fr.numerator}/{fr.denominator}",
-            "config out time_base: 0/0, frame_rate: 0/0"]
+    return [
+        f"config in time_base: {tb.numerator}/{tb.denominator}, frame_rate: {fr.numerator}/{fr.denominator}",
+        "config out time_base: 0/0, frame_rate: 0/0",
+    ]
 
 
 class ShowInfoFilter(Filter):
@@ -170,8 +224,14 @@ class ShowInfoFilter(Filter):
     description: ClassVar[str] = "Show textual information for each video frame."
     options: ClassVar[tuple[Option, ...]] = (
         Option("checksum", "bool", True, 0, 1, help="calculate checksums"),
-        Option("udu_sei_as_ascii", "bool", False, 0, 1,
-               help="try to print user data unregistered SEI as ascii character when possible (no effect)"),
+        Option(
+            "udu_sei_as_ascii",
+            "bool",
+            False,
+            0,
+            1,
+            help="try to print user data unregistered SEI as ascii character when possible (no effect)",
+        ),
     )
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:

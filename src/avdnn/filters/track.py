@@ -42,16 +42,46 @@ DEFAULT_FRAME_RATE = 30.0
 
 TRACK_OPTIONS: tuple[Option, ...] = (
     Option("tracker", "string", "bytetrack", help=f"tracking algorithm ({'|'.join(list_trackers())})"),
-    Option("track_activation_threshold", "float", -1, -1, 1,
-           help="minimum detection confidence to start a track (-1: the tracker's default)"),
-    Option("lost_track_buffer", "int", -1, -1, INT_MAX,
-           help="frames (at 30 fps) a lost track is kept for re-association (-1: the tracker's default)"),
-    Option("minimum_iou_threshold", "float", -1, -1, 1,
-           help="IoU needed to match a detection to a track (-1: the tracker's default)"),
-    Option("minimum_consecutive_frames", "int", -1, -1, INT_MAX,
-           help="matched frames before a track gets an id (-1: the tracker's default)"),
-    Option("high_conf_det_threshold", "float", -1, -1, 1,
-           help="confidence splitting the two matching stages (-1: the tracker's default)"),
+    Option(
+        "track_activation_threshold",
+        "float",
+        -1,
+        -1,
+        1,
+        help="minimum detection confidence to start a track (-1: the tracker's default)",
+    ),
+    Option(
+        "lost_track_buffer",
+        "int",
+        -1,
+        -1,
+        INT_MAX,
+        help="frames (at 30 fps) a lost track is kept for re-association (-1: the tracker's default)",
+    ),
+    Option(
+        "minimum_iou_threshold",
+        "float",
+        -1,
+        -1,
+        1,
+        help="IoU needed to match a detection to a track (-1: the tracker's default)",
+    ),
+    Option(
+        "minimum_consecutive_frames",
+        "int",
+        -1,
+        -1,
+        INT_MAX,
+        help="matched frames before a track gets an id (-1: the tracker's default)",
+    ),
+    Option(
+        "high_conf_det_threshold",
+        "float",
+        -1,
+        -1,
+        1,
+        help="confidence splitting the two matching stages (-1: the tracker's default)",
+    ),
     Option("frame_rate", "string", "0", help="frame rate for lost_track_buffer: 25, 30000/1001 (0: the stream's)"),
 )
 
@@ -74,13 +104,19 @@ class TrackFilter(Filter):
         self.params: dict[str, float] = {p: values[p] for p in PARAMETERS if values.get(p, -1) != -1}
         unknown = [p for p in self.params if p not in self.spec.params]
         if unknown:
-            raise InvalidArgumentError(f"tracker '{name}' has no option {unknown[0]} (its options: "
-                                       f"{', '.join(self.spec.params)})", filter=self.label, option=unknown[0])
+            raise InvalidArgumentError(
+                f"tracker '{name}' has no option {unknown[0]} (its options: {', '.join(self.spec.params)})",
+                filter=self.label,
+                option=unknown[0],
+            )
         try:
             self._given_rate = Fraction(str(values.get("frame_rate") or "0"))
         except (ValueError, ZeroDivisionError):
-            raise InvalidArgumentError(f"Invalid frame rate '{values.get('frame_rate')}' (a number or N/D)",
-                                       filter=self.label, option="frame_rate") from None
+            raise InvalidArgumentError(
+                f"Invalid frame rate '{values.get('frame_rate')}' (a number or N/D)",
+                filter=self.label,
+                option="frame_rate",
+            ) from None
         if self._given_rate < 0:
             raise InvalidArgumentError("frame_rate must not be negative", filter=self.label, option="frame_rate")
         self._rate: Fraction | None = None
@@ -145,8 +181,9 @@ class TrackFilter(Filter):
             out = self.tracker.predict(time)
         else:
             if det is None and not self._warned:
-                log.warning("%s: a frame without detections (put dnn_detect before track): tracked as empty",
-                            self.label)
+                log.warning(
+                    "%s: a frame without detections (put dnn_detect before track): tracked as empty", self.label
+                )
                 self._warned = True
             seen = det if det is not None else Detections.empty((frame.width, frame.height))
             out = self.tracker.update(seen, time, self._image(frame))
@@ -173,10 +210,23 @@ class TrackFilter(Filter):
             return
         self._summarised = True
         records = self.summary.records()
-        log.info("%s: %d tracks%s", self.label, len(records),
-                 f" (ids {records[0].track_id}..{records[-1].track_id})" if records else "")
+        log.info(
+            "%s: %d tracks%s",
+            self.label,
+            len(records),
+            f" (ids {records[0].track_id}..{records[-1].track_id})" if records else "",
+        )
         for rec in records:
             conf = rec.mean_confidence
-            log.log(VERBOSE, "%s: track %d: %s, frames %d (detected %d), pts %s..%s, mean confidence %s", self.label,
-                     rec.track_id, rec.label or "-", rec.frames, rec.detected, rec.first_pts, rec.last_pts,
-                     "-" if conf is None else f"{conf:.3f}")
+            log.log(
+                VERBOSE,
+                "%s: track %d: %s, frames %d (detected %d), pts %s..%s, mean confidence %s",
+                self.label,
+                rec.track_id,
+                rec.label or "-",
+                rec.frames,
+                rec.detected,
+                rec.first_pts,
+                rec.last_pts,
+                "-" if conf is None else f"{conf:.3f}",
+            )

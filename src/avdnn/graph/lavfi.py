@@ -61,7 +61,9 @@ def _name_bad_option(spec: FilterSpec, err: AvdnnError) -> AvdnnError:
     for key in keys:
         if valid and key not in valid:
             return OptionNotFoundError(
-                f"Option '{key}' not found{did_you_mean(key, valid)}", filter=spec.label, option=key,
+                f"Option '{key}' not found{did_you_mean(key, valid)}",
+                filter=spec.label,
+                option=key,
             )
     return err
 
@@ -115,8 +117,15 @@ class LavfiSegment:
         try:
             from ..media.libav import probe_chain
 
-            info = probe_chain(self.text, width=frame.width, height=frame.height, pix_fmt=frame.format,
-                               time_base=tb, frame_rate=self.in_rate, sar=sar)
+            info = probe_chain(
+                self.text,
+                width=frame.width,
+                height=frame.height,
+                pix_fmt=frame.format,
+                time_base=tb,
+                frame_rate=self.in_rate,
+                sar=sar,
+            )
         except Exception:  # noqa: BLE001 - keep the input's values when probing is impossible
             return
         self.out_info = info

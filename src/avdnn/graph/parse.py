@@ -106,9 +106,7 @@ def _parse_labels(s: str, pos: int) -> tuple[list[str], int]:
 
 def _check_name(name: str) -> None:
     if not _NAME_RE.fullmatch(name):
-        raise InvalidArgumentError(
-            f"Invalid filter name '{name}': filter names are made of A-Z, a-z, 0-9 and '_'"
-        )
+        raise InvalidArgumentError(f"Invalid filter name '{name}': filter names are made of A-Z, a-z, 0-9 and '_'")
 
 
 def _make_spec(token: str, args: str | None, near: str) -> FilterSpec:

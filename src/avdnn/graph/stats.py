@@ -26,12 +26,44 @@ from ..errors import AvdnnError
 from ..media.sidepath import StreamStats
 
 #: libavfilter filters that drop, add or regroup frames by design.
-COUNT_CHANGING = frozenset({
-    "fps", "framerate", "select", "framestep", "trim", "decimate", "mpdecimate", "minterpolate", "tpad",
-    "loop", "telecine", "detelecine", "yadif", "bwdif", "w3fdif", "estdif", "tinterlace", "interlace",
-    "reverse", "shuffleframes", "random", "fieldmatch", "separatefields", "weave", "doubleweave",
-    "thumbnail", "fieldhint", "dejudder", "tile", "untile", "framepack", "kerndeint", "nnedi", "field",
-})
+COUNT_CHANGING = frozenset(
+    {
+        "fps",
+        "framerate",
+        "select",
+        "framestep",
+        "trim",
+        "decimate",
+        "mpdecimate",
+        "minterpolate",
+        "tpad",
+        "loop",
+        "telecine",
+        "detelecine",
+        "yadif",
+        "bwdif",
+        "w3fdif",
+        "estdif",
+        "tinterlace",
+        "interlace",
+        "reverse",
+        "shuffleframes",
+        "random",
+        "fieldmatch",
+        "separatefields",
+        "weave",
+        "doubleweave",
+        "thumbnail",
+        "fieldhint",
+        "dejudder",
+        "tile",
+        "untile",
+        "framepack",
+        "kerndeint",
+        "nnedi",
+        "field",
+    }
+)
 
 
 @dataclass
@@ -49,8 +81,14 @@ class StageStats:
     @property
     def imbalance(self) -> int:
         """Frames lost (positive) or invented (negative) that no count explains; 0 when balanced."""
-        return (self.frames_in + sum(self.added.values()) - self.frames_out - sum(self.failed.values())
-                - sum(self.dropped.values()) - self.in_flight)
+        return (
+            self.frames_in
+            + sum(self.added.values())
+            - self.frames_out
+            - sum(self.failed.values())
+            - sum(self.dropped.values())
+            - self.in_flight
+        )
 
     def settle(self, *, changes_count: bool, ended_early: bool) -> None:
         """At the end of a run: what the stage's difference is allowed to be, and nothing else.
@@ -158,10 +196,12 @@ class RunStats:
         for stage in self.stages:
             if stage.imbalance:
                 what = "lost" if stage.imbalance > 0 else "invented"
-                bad.append(f"stage '{stage.label}' {what} {abs(stage.imbalance)} frame(s): in {stage.frames_in}, "
-                           f"out {stage.frames_out}, failed {sum(stage.failed.values())}, "
-                           f"dropped {sum(stage.dropped.values())}, added {sum(stage.added.values())}, "
-                           f"in flight {stage.in_flight}")
+                bad.append(
+                    f"stage '{stage.label}' {what} {abs(stage.imbalance)} frame(s): in {stage.frames_in}, "
+                    f"out {stage.frames_out}, failed {sum(stage.failed.values())}, "
+                    f"dropped {sum(stage.dropped.values())}, added {sum(stage.added.values())}, "
+                    f"in flight {stage.in_flight}"
+                )
         if self.stages:
             entering = self.frames_read - self.read_ahead
             if self.stages[0].frames_in != entering:
@@ -173,15 +213,22 @@ class RunStats:
             given = self.stages[-1].frames_out if self.stages else self.frames_read - self.read_ahead
             taken = self.frames_written + self.sink_dropped + self.sink_past_time + sum(self.output_failed.values())
             if given != self.output_in + self.over_limit:
-                bad.append(f"the chain gave {given} frame(s) but the output took {self.output_in} and "
-                           f"{self.over_limit} came past -frames:v")
+                bad.append(
+                    f"the chain gave {given} frame(s) but the output took {self.output_in} and "
+                    f"{self.over_limit} came past -frames:v"
+                )
             if taken != self.output_in:
                 bad.append(f"the output took {self.output_in} frame(s) and accounts for {taken}")
         ic = self.input_counters
-        if ic and self.input_complete and ic.get("frames_decoded", 0) != ic.get("frames_read", 0) + ic.get(
-                "frames_trimmed", 0):
-            bad.append(f"the input decoded {ic.get('frames_decoded')} frame(s) but gave {ic.get('frames_read')} and "
-                       f"trimmed {ic.get('frames_trimmed')}")
+        if (
+            ic
+            and self.input_complete
+            and ic.get("frames_decoded", 0) != ic.get("frames_read", 0) + ic.get("frames_trimmed", 0)
+        ):
+            bad.append(
+                f"the input decoded {ic.get('frames_decoded')} frame(s) but gave {ic.get('frames_read')} and "
+                f"trimmed {ic.get('frames_trimmed')}"
+            )
         for st in self.streams:
             if st.codec == "copy":
                 accounted = st.packets_written + sum(st.dropped.values()) + sum(st.failed.values())
@@ -196,8 +243,7 @@ class RunStats:
     def summary(self) -> str:
         """Human-readable accounting, one fact per line."""
         failed = self.failures
-        lines = [f"frames: read {self.frames_read}, written {self.frames_written}, "
-                 f"failed {sum(failed.values())}"]
+        lines = [f"frames: read {self.frames_read}, written {self.frames_written}, failed {sum(failed.values())}"]
         lines += [f"  failed in {k}: {v}" for k, v in failed.items()]
         lines += [f"  dropped by {k}: {v}" for k, v in self.frames_dropped.items()]
         lines += [f"  added by {k}: {v}" for k, v in self.frames_added.items()]
@@ -209,8 +255,10 @@ class RunStats:
             lines.append(f"  trimmed by the input's -ss/-t/-to: {ic['frames_trimmed']}")
         if ic.get("decode_errors") or ic.get("frames_concealed"):
             causes = ", ".join(f"{k[7:]} {v}" for k, v in ic.items() if k.startswith("errors.") and v)
-            lines.append(f"  input: {ic.get('decode_errors', 0)} decode error(s) (packets that gave no frame"
-                         f"{': ' + causes if causes else ''}), {ic.get('frames_concealed', 0)} frame(s) concealed")
+            lines.append(
+                f"  input: {ic.get('decode_errors', 0)} decode error(s) (packets that gave no frame"
+                f"{': ' + causes if causes else ''}), {ic.get('frames_concealed', 0)} frame(s) concealed"
+            )
         for st in self.streams:
             unit = "packets" if st.codec == "copy" else f"packets ({st.codec}: {st.frames_decoded} frames decoded)"
             lines.append(f"stream {st.label}: {unit} read {st.packets_read}, written {st.packets_written}")
@@ -223,13 +271,27 @@ class RunStats:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "frames_read": self.frames_read, "frames_written": self.frames_written,
-            "frames_failed": self.frames_failed, "failures": self.failures,
-            "frames_dropped": self.frames_dropped, "frames_added": self.frames_added,
-            "frames_unfinished": self.frames_unfinished, "frames_duplicated": self.sink_duplicated,
-            "streams": [{"stream": s.label, "type": s.media_type, "codec": s.codec, "packets_read": s.packets_read,
-                         "packets_written": s.packets_written, "frames_decoded": s.frames_decoded,
-                         "dropped": dict(s.dropped), "failed": dict(s.failed)} for s in self.streams],
+            "frames_read": self.frames_read,
+            "frames_written": self.frames_written,
+            "frames_failed": self.frames_failed,
+            "failures": self.failures,
+            "frames_dropped": self.frames_dropped,
+            "frames_added": self.frames_added,
+            "frames_unfinished": self.frames_unfinished,
+            "frames_duplicated": self.sink_duplicated,
+            "streams": [
+                {
+                    "stream": s.label,
+                    "type": s.media_type,
+                    "codec": s.codec,
+                    "packets_read": s.packets_read,
+                    "packets_written": s.packets_written,
+                    "frames_decoded": s.frames_decoded,
+                    "dropped": dict(s.dropped),
+                    "failed": dict(s.failed),
+                }
+                for s in self.streams
+            ],
             "input": dict(self.input_counters),
             "violations": self.violations(),
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.oneline()},

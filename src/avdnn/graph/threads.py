@@ -123,8 +123,9 @@ class Writer:
     (limit or error), so a producer blocked elsewhere can be told at once.
     """
 
-    def __init__(self, consume: Callable[[Any], bool], depth: int, *, name: str,
-                 on_stop: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, consume: Callable[[Any], bool], depth: int, *, name: str, on_stop: Callable[[], None] | None = None
+    ) -> None:
         self._consume = consume
         self._on_stop = on_stop
         self._chan: Channel[Any] = Channel(depth)

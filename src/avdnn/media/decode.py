@@ -90,8 +90,11 @@ class VideoDecoder:
             self.errors[cause] += 1
             if self.xerror:
                 raise from_av_error(exc, file=self.file) from exc
-            log.error("Error submitting %s to decoder: %s", "packet" if packet is not None else "EOF",
-                      getattr(exc, "strerror", None) or exc)
+            log.error(
+                "Error submitting %s to decoder: %s",
+                "packet" if packet is not None else "EOF",
+                getattr(exc, "strerror", None) or exc,
+            )
             return []
         out = []
         for frame in frames:
@@ -125,5 +128,6 @@ class VideoDecoder:
         rate = self.error_rate()
         if rate > max_error_rate:
             raise ErrorRateExceededError(
-                f"Decode error rate {rate:g} exceeds maximum {max_error_rate:g}", file=self.file,
+                f"Decode error rate {rate:g} exceeds maximum {max_error_rate:g}",
+                file=self.file,
             )

@@ -83,7 +83,8 @@ def _check_label(label: str, what: str) -> None:
     size = len(label.encode("utf-8"))
     if size >= LABEL_MAX_SIZE:
         raise InvalidArgumentError(
-            f"{what}: expected at most {LABEL_MAX_SIZE - 1} bytes (FFmpeg's label size), got {size}: {label!r}")
+            f"{what}: expected at most {LABEL_MAX_SIZE - 1} bytes (FFmpeg's label size), got {size}: {label!r}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,21 +166,25 @@ class Detections:
             raise InvalidArgumentError(f"Detections.labels: expected {n} labels (one per box), got {len(labels)}")
         for i, label in enumerate(labels):
             _check_label(label, f"Detections.labels[{i}]")
-        classify = tuple(tuple((str(lb), float(c)) for lb, c in row) for row in self.classify) if self.classify \
-            else ((),) * n
+        classify = (
+            tuple(tuple((str(lb), float(c)) for lb, c in row) for row in self.classify) if self.classify else ((),) * n
+        )
         if len(classify) != n:
             raise InvalidArgumentError(f"Detections.classify: expected {n} rows (one per box), got {len(classify)}")
         for i, row in enumerate(classify):
             if len(row) > NUM_CLASSIFY:
                 raise InvalidArgumentError(
-                    f"Detections.classify[{i}]: expected at most {NUM_CLASSIFY} classifications, got {len(row)}")
+                    f"Detections.classify[{i}]: expected at most {NUM_CLASSIFY} classifications, got {len(row)}"
+                )
             for lb, _ in row:
                 _check_label(lb, f"Detections.classify[{i}] label")
         if not isinstance(self.source, str):
             raise InvalidArgumentError(f"Detections.source: expected a str, got {type(self.source).__name__}")
         if len(self.source.encode("utf-8")) >= SOURCE_MAX_SIZE:
-            raise InvalidArgumentError(f"Detections.source: expected at most {SOURCE_MAX_SIZE - 1} bytes, got "
-                                       f"{len(self.source.encode('utf-8'))}")
+            raise InvalidArgumentError(
+                f"Detections.source: expected at most {SOURCE_MAX_SIZE - 1} bytes, got "
+                f"{len(self.source.encode('utf-8'))}"
+            )
         fs = tuple(self.frame_size)
         if len(fs) != 2 or any(int(v) != v or v < 0 for v in fs):
             raise InvalidArgumentError(f"Detections.frame_size: expected (width, height) >= 0, got {self.frame_size!r}")
@@ -214,8 +219,14 @@ class Detections:
     @classmethod
     def empty(cls, frame_size: tuple[int, int] = (0, 0), source: str = "", pts: int | None = None) -> Detections:
         """A record with no boxes (a frame where nothing was detected)."""
-        return cls(xyxy=np.zeros((0, 4), np.float32), confidence=np.zeros(0, np.float32),
-                   class_id=np.zeros(0, np.int32), frame_size=frame_size, source=source, pts=pts)
+        return cls(
+            xyxy=np.zeros((0, 4), np.float32),
+            confidence=np.zeros(0, np.float32),
+            class_id=np.zeros(0, np.int32),
+            frame_size=frame_size,
+            source=source,
+            pts=pts,
+        )
 
     @classmethod
     def merge(cls, items: Sequence[Detections]) -> Detections:
@@ -262,8 +273,9 @@ class Detections:
     @overload
     def __getitem__(self, index: slice | np.ndarray | Sequence[int] | Sequence[bool]) -> Detections: ...
 
-    def __getitem__(self, index: int | np.integer | slice | np.ndarray | Sequence[int] | Sequence[bool]
-                    ) -> Box | Detections:
+    def __getitem__(
+        self, index: int | np.integer | slice | np.ndarray | Sequence[int] | Sequence[bool]
+    ) -> Box | Detections:
         """``det[i]`` is a :class:`Box`; a slice, boolean mask or index array gives a new record."""
         if isinstance(index, (int, np.integer)):
             n = len(self)
@@ -286,11 +298,16 @@ class Detections:
             else:
                 raise IndexError(f"Detections index: expected an int, slice, bool mask or int array, got {arr.dtype}")
         return dataclasses.replace(
-            self, xyxy=self.xyxy[idx], confidence=self.confidence[idx], class_id=self.class_id[idx],
+            self,
+            xyxy=self.xyxy[idx],
+            confidence=self.confidence[idx],
+            class_id=self.class_id[idx],
             labels=tuple(self.labels[i] for i in idx.tolist()),
             classify=tuple(self.classify[i] for i in idx.tolist()),
             ffmpeg_xywh=None if self.ffmpeg_xywh is None else self.ffmpeg_xywh[idx],
-            track_id=self.track_ids[idx], predicted=self.predicted_mask[idx])
+            track_id=self.track_ids[idx],
+            predicted=self.predicted_mask[idx],
+        )
 
     def __iter__(self) -> Iterator[Box]:
         ints = self.ffmpeg_boxes()
@@ -300,11 +317,20 @@ class Detections:
     def _box(self, i: int, xywh: np.ndarray) -> Box:
         x, y, w, h = (int(v) for v in xywh)
         x0, y0, x1, y1 = (float(v) for v in self.xyxy[i])
-        return Box(x=x, y=y, w=w, h=h, detect_label=self.labels[i],
-                   detect_confidence=(int(confidence_num(self.confidence[i])), CONFIDENCE_DEN),
-                   classify=self.classify[i], confidence=float(self.confidence[i]),
-                   class_id=int(self.class_id[i]), xyxy=(x0, y0, x1, y1),
-                   track_id=int(self.track_ids[i]), predicted=bool(self.predicted_mask[i]))
+        return Box(
+            x=x,
+            y=y,
+            w=w,
+            h=h,
+            detect_label=self.labels[i],
+            detect_confidence=(int(confidence_num(self.confidence[i])), CONFIDENCE_DEN),
+            classify=self.classify[i],
+            confidence=float(self.confidence[i]),
+            class_id=int(self.class_id[i]),
+            xyxy=(x0, y0, x1, y1),
+            track_id=int(self.track_ids[i]),
+            predicted=bool(self.predicted_mask[i]),
+        )
 
     @property
     def track_ids(self) -> np.ndarray:
@@ -323,11 +349,15 @@ class Detections:
         """Whether any box carries a track id or is a prediction (the record went through a tracker)."""
         return bool((self.track_ids >= 0).any() or self.predicted_mask.any())
 
-    def with_tracks(self, track_id: np.ndarray | Sequence[int], predicted: np.ndarray | Sequence[bool] | None = None
-                    ) -> Detections:
+    def with_tracks(
+        self, track_id: np.ndarray | Sequence[int], predicted: np.ndarray | Sequence[bool] | None = None
+    ) -> Detections:
         """A new record with these track ids (and predicted flags; default: all detected)."""
-        return dataclasses.replace(self, track_id=np.asarray(track_id),
-                                   predicted=np.zeros(len(self), bool) if predicted is None else np.asarray(predicted))
+        return dataclasses.replace(
+            self,
+            track_id=np.asarray(track_id),
+            predicted=np.zeros(len(self), bool) if predicted is None else np.asarray(predicted),
+        )
 
     def ffmpeg_boxes(self) -> np.ndarray:
         """FFmpeg's int ``x, y, w, h`` per box, (N, 4) int32.
@@ -358,7 +388,8 @@ class Detections:
         row = self.classify[index]
         if len(row) >= NUM_CLASSIFY:
             raise InvalidArgumentError(
-                f"with_classification: box {index} already has {len(row)} classifications (at most {NUM_CLASSIFY})")
+                f"with_classification: box {index} already has {len(row)} classifications (at most {NUM_CLASSIFY})"
+            )
         _check_label(label, "with_classification label")
         rows = list(self.classify)
         rows[index] = (*row, (label, float(np.float32(confidence))))
@@ -373,13 +404,19 @@ class Detections:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Detections):
             return NotImplemented
-        return (self.frame_size == other.frame_size and self.source == other.source and self.pts == other.pts
-                and self.labels == other.labels and self.classify == other.classify
-                and np.array_equal(self.xyxy, other.xyxy) and np.array_equal(self.confidence, other.confidence)
-                and np.array_equal(self.class_id, other.class_id)
-                and np.array_equal(self.track_ids, other.track_ids)
-                and np.array_equal(self.predicted_mask, other.predicted_mask)
-                and np.array_equal(self.ffmpeg_boxes(), other.ffmpeg_boxes()))
+        return (
+            self.frame_size == other.frame_size
+            and self.source == other.source
+            and self.pts == other.pts
+            and self.labels == other.labels
+            and self.classify == other.classify
+            and np.array_equal(self.xyxy, other.xyxy)
+            and np.array_equal(self.confidence, other.confidence)
+            and np.array_equal(self.class_id, other.class_id)
+            and np.array_equal(self.track_ids, other.track_ids)
+            and np.array_equal(self.predicted_mask, other.predicted_mask)
+            and np.array_equal(self.ffmpeg_boxes(), other.ffmpeg_boxes())
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -393,11 +430,23 @@ class Detections:
         tid = self.track_ids.tolist()
         pred = self.predicted_mask.tolist()
         boxes = [
-            {"x": b[0], "y": b[1], "w": b[2], "h": b[3], "xyxy": xyxy[i], "label": self.labels[i],
-             "class_id": cls[i], "confidence": conf[i], "detect_confidence": [nums[i], CONFIDENCE_DEN],
-             "classify": [{"label": lb, "confidence": c,
-                           "confidence_q": [int(confidence_num(c)), CONFIDENCE_DEN]} for lb, c in self.classify[i]],
-             "track_id": tid[i], "predicted": pred[i]}
+            {
+                "x": b[0],
+                "y": b[1],
+                "w": b[2],
+                "h": b[3],
+                "xyxy": xyxy[i],
+                "label": self.labels[i],
+                "class_id": cls[i],
+                "confidence": conf[i],
+                "detect_confidence": [nums[i], CONFIDENCE_DEN],
+                "classify": [
+                    {"label": lb, "confidence": c, "confidence_q": [int(confidence_num(c)), CONFIDENCE_DEN]}
+                    for lb, c in self.classify[i]
+                ],
+                "track_id": tid[i],
+                "predicted": pred[i],
+            }
             for i, b in enumerate(ints)
         ]
         return {"source": self.source, "frame_size": list(self.frame_size), "pts": self.pts, "boxes": boxes}
@@ -426,5 +475,16 @@ class Detections:
             raise InvalidDataError(f"Detections.from_dict: malformed record ({type(exc).__name__}: {exc})") from exc
 
 
-__all__ = ["CONFIDENCE_DEN", "LABEL_MAX_SIZE", "NUM_CLASSIFY", "SKIPPED_KEY", "SOURCE_MAX_SIZE", "Box",
-           "Classification", "Detections", "confidence_num", "to_c_int", "truncate_utf8"]
+__all__ = [
+    "CONFIDENCE_DEN",
+    "LABEL_MAX_SIZE",
+    "NUM_CLASSIFY",
+    "SKIPPED_KEY",
+    "SOURCE_MAX_SIZE",
+    "Box",
+    "Classification",
+    "Detections",
+    "confidence_num",
+    "to_c_int",
+    "truncate_utf8",
+]

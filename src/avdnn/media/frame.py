@@ -89,10 +89,15 @@ class Frame:
         side = frame.opaque if isinstance(frame.opaque, SideData) else None
         tb = frame.time_base
         out = cls(
-            None, frame.format.name, frame.width, frame.height,
-            pts=frame.pts, time_base=Fraction(tb) if tb is not None else None,
+            None,
+            frame.format.name,
+            frame.width,
+            frame.height,
+            pts=frame.pts,
+            time_base=Fraction(tb) if tb is not None else None,
             duration=frame.duration or None,
-            side_data=side.copy() if side is not None else None, av_frame=frame,
+            side_data=side.copy() if side is not None else None,
+            av_frame=frame,
         )
         if frame.metadata:
             out.side_data.metadata.update(frame.metadata)
@@ -122,8 +127,12 @@ class Frame:
     def with_planes(self, planes: list[np.ndarray], format: str | None = None) -> Frame:  # noqa: A002
         """A new frame with other pixels (size may change) and this frame's timing and side data."""
         out = Frame.from_planes(
-            planes, format or self.format, pts=self.pts, time_base=self.time_base,
-            duration=self.duration, sample_aspect_ratio=self.sample_aspect_ratio,
+            planes,
+            format or self.format,
+            pts=self.pts,
+            time_base=self.time_base,
+            duration=self.duration,
+            sample_aspect_ratio=self.sample_aspect_ratio,
             side_data=self.side_data.copy(),
         )
         out._color = self._color_props()
@@ -187,8 +196,10 @@ class Frame:
         """
         tb = self.time_base or Fraction(1, 25)
         sar = self.sample_aspect_ratio or Fraction(0, 1)
-        args = (f"video_size={self.width}x{self.height}:pix_fmt={self.format}"
-                f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={sar.numerator}/{sar.denominator}")
+        args = (
+            f"video_size={self.width}x{self.height}:pix_fmt={self.format}"
+            f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={sar.numerator}/{sar.denominator}"
+        )
         if frame_rate:
             args += f":frame_rate={frame_rate.numerator}/{frame_rate.denominator}"
         color = self._color_props()
@@ -210,8 +221,7 @@ class Frame:
         return self.side_data.detections
 
     def __repr__(self) -> str:
-        return (f"<avdnn.Frame {self.width}x{self.height} {self.format} pts={self.pts} "
-                f"time_base={self.time_base}>")
+        return f"<avdnn.Frame {self.width}x{self.height} {self.format} pts={self.pts} time_base={self.time_base}>"
 
 
 def _check_planes(spec: PixFmt, planes: list[np.ndarray], width: int, height: int) -> None:

@@ -76,8 +76,11 @@ class HashMuxer:
         if self.software and streams:
             lines.append(f"#software: {self.software}")
         for i, st in enumerate(streams):
-            lines += [f"#tb {i}: {st.time_base.numerator}/{st.time_base.denominator}",
-                      f"#media_type {i}: {st.media_type}", f"#codec_id {i}: {st.codec_name}"]
+            lines += [
+                f"#tb {i}: {st.time_base.numerator}/{st.time_base.denominator}",
+                f"#media_type {i}: {st.media_type}",
+                f"#codec_id {i}: {st.codec_name}",
+            ]
             if st.media_type == "audio":
                 lines += [f"#sample_rate {i}: {st.sample_rate}", f"#channel_layout_name {i}: {st.layout}"]
             elif st.media_type == "video":
@@ -95,8 +98,17 @@ class HashMuxer:
         h.update(data)
         return h.hexdigest()
 
-    def write_packet(self, data: bytes, *, index: int = 0, pts: int | None, dts: int | None, duration: int,
-                     flags: int = AV_PKT_FLAG_KEY, side_data: Sequence[tuple[str, bytes]] = ()) -> None:
+    def write_packet(
+        self,
+        data: bytes,
+        *,
+        index: int = 0,
+        pts: int | None,
+        dts: int | None,
+        duration: int,
+        flags: int = AV_PKT_FLAG_KEY,
+        side_data: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
         """One packet; ``side_data`` is (av_packet_side_data_name, bytes) in the packet's order."""
         if not self.per_frame:
             if self._whole is not None:

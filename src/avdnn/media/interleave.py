@@ -47,8 +47,14 @@ class Interleaver:
     header is written once every stream's encoder is open).
     """
 
-    def __init__(self, n: int, write: WriteFn, *, max_delta: Fraction = MAX_INTERLEAVE_DELTA,
-                 on_drop: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        n: int,
+        write: WriteFn,
+        *,
+        max_delta: Fraction = MAX_INTERLEAVE_DELTA,
+        on_drop: Callable[[int], None] | None = None,
+    ) -> None:
         self._write = write
         self._on_drop = on_drop
         self._max_delta = max_delta

@@ -54,8 +54,9 @@ class VideoSync(Generic[T]):
         self.dropped = 0
         self.duplicated = 0
 
-    def push(self, frame: T, pts: int | None, time_base: Fraction | None,
-             duration: int | None) -> Iterator[tuple[T, int, int]]:
+    def push(
+        self, frame: T, pts: int | None, time_base: Fraction | None, duration: int | None
+    ) -> Iterator[tuple[T, int, int]]:
         """The frames to encode for one input frame (zero, one or several)."""
         dur = float(duration * time_base / self.tb) if duration and time_base else 0.0
         if pts is None or time_base is None:

@@ -9,5 +9,14 @@ from __future__ import annotations
 from .base import KNOWN_TRACKERS, PARAMETERS, Tracker, TrackerSpec, create_tracker, list_trackers, register_tracker
 from .summary import TrackRecord, TrackSummary
 
-__all__ = ["KNOWN_TRACKERS", "PARAMETERS", "TrackRecord", "TrackSummary", "Tracker", "TrackerSpec", "create_tracker",
-           "list_trackers", "register_tracker"]
+__all__ = [
+    "KNOWN_TRACKERS",
+    "PARAMETERS",
+    "TrackRecord",
+    "TrackSummary",
+    "Tracker",
+    "TrackerSpec",
+    "create_tracker",
+    "list_trackers",
+    "register_tracker",
+]

@@ -25,8 +25,13 @@ from ..errors import BackendUnavailableError, InvalidArgumentError
 from ..media.detections import Detections
 
 #: The tracking parameters avdnn exposes (the ``track`` filter's option names, trackers' own names).
-PARAMETERS: tuple[str, ...] = ("track_activation_threshold", "lost_track_buffer", "minimum_iou_threshold",
-                               "minimum_consecutive_frames", "high_conf_det_threshold")
+PARAMETERS: tuple[str, ...] = (
+    "track_activation_threshold",
+    "lost_track_buffer",
+    "minimum_iou_threshold",
+    "minimum_consecutive_frames",
+    "high_conf_det_threshold",
+)
 
 
 @runtime_checkable
@@ -67,33 +72,92 @@ class TrackerSpec:
         return importlib.util.find_spec(self.requires) is not None
 
 
-def _rf(name: str, cls: str, description: str, defaults: dict[str, float], *, iou_kw: str = "minimum_iou_threshold",
-        wants_image: bool = False) -> TrackerSpec:
+def _rf(
+    name: str,
+    cls: str,
+    description: str,
+    defaults: dict[str, float],
+    *,
+    iou_kw: str = "minimum_iou_threshold",
+    wants_image: bool = False,
+) -> TrackerSpec:
     params = {p: (iou_kw if p == "minimum_iou_threshold" else p) for p in PARAMETERS if p in defaults}
-    return TrackerSpec(name=name, adapter="roboflow:RoboflowTracker", target=f"trackers:{cls}", requires="trackers",
-                       extra="track", params=params, defaults=defaults, description=description,
-                       wants_image=wants_image)
+    return TrackerSpec(
+        name=name,
+        adapter="roboflow:RoboflowTracker",
+        target=f"trackers:{cls}",
+        requires="trackers",
+        extra="track",
+        params=params,
+        defaults=defaults,
+        description=description,
+        wants_image=wants_image,
+    )
 
 
 #: tracker name -> spec. Defaults copied from trackers 2.6 (tests/tracking checks them against the library).
 KNOWN_TRACKERS: dict[str, TrackerSpec] = {
-    "bytetrack": _rf("bytetrack", "ByteTrackTracker", "ByteTrack: two-stage IoU matching, low scores revive tracks",
-                     {"track_activation_threshold": 0.7, "lost_track_buffer": 30, "minimum_iou_threshold": 0.1,
-                      "minimum_consecutive_frames": 2, "high_conf_det_threshold": 0.6}),
-    "sort": _rf("sort", "SORTTracker", "SORT: Kalman filter and one IoU matching",
-                {"track_activation_threshold": 0.25, "lost_track_buffer": 30, "minimum_iou_threshold": 0.3,
-                 "minimum_consecutive_frames": 3}),
-    "ocsort": _rf("ocsort", "OCSORTTracker", "OC-SORT: observation-centric re-update and direction consistency",
-                  {"lost_track_buffer": 30, "minimum_iou_threshold": 0.3, "minimum_consecutive_frames": 3,
-                   "high_conf_det_threshold": 0.6}),
-    "botsort": _rf("botsort", "BoTSORTTracker", "BoT-SORT: ByteTrack with camera motion compensation",
-                   {"track_activation_threshold": 0.7, "lost_track_buffer": 30, "minimum_iou_threshold": 0.2,
-                    "minimum_consecutive_frames": 2, "high_conf_det_threshold": 0.6},
-                   iou_kw="minimum_iou_threshold_first_assoc", wants_image=True),
-    "cbiou": _rf("cbiou", "CBIoUTracker", "C-BIoU: buffered IoU for fast, irregular motion",
-                 {"track_activation_threshold": 0.7, "lost_track_buffer": 30, "minimum_iou_threshold": 0.2,
-                  "minimum_consecutive_frames": 2, "high_conf_det_threshold": 0.6},
-                 iou_kw="minimum_iou_threshold_first_assoc"),
+    "bytetrack": _rf(
+        "bytetrack",
+        "ByteTrackTracker",
+        "ByteTrack: two-stage IoU matching, low scores revive tracks",
+        {
+            "track_activation_threshold": 0.7,
+            "lost_track_buffer": 30,
+            "minimum_iou_threshold": 0.1,
+            "minimum_consecutive_frames": 2,
+            "high_conf_det_threshold": 0.6,
+        },
+    ),
+    "sort": _rf(
+        "sort",
+        "SORTTracker",
+        "SORT: Kalman filter and one IoU matching",
+        {
+            "track_activation_threshold": 0.25,
+            "lost_track_buffer": 30,
+            "minimum_iou_threshold": 0.3,
+            "minimum_consecutive_frames": 3,
+        },
+    ),
+    "ocsort": _rf(
+        "ocsort",
+        "OCSORTTracker",
+        "OC-SORT: observation-centric re-update and direction consistency",
+        {
+            "lost_track_buffer": 30,
+            "minimum_iou_threshold": 0.3,
+            "minimum_consecutive_frames": 3,
+            "high_conf_det_threshold": 0.6,
+        },
+    ),
+    "botsort": _rf(
+        "botsort",
+        "BoTSORTTracker",
+        "BoT-SORT: ByteTrack with camera motion compensation",
+        {
+            "track_activation_threshold": 0.7,
+            "lost_track_buffer": 30,
+            "minimum_iou_threshold": 0.2,
+            "minimum_consecutive_frames": 2,
+            "high_conf_det_threshold": 0.6,
+        },
+        iou_kw="minimum_iou_threshold_first_assoc",
+        wants_image=True,
+    ),
+    "cbiou": _rf(
+        "cbiou",
+        "CBIoUTracker",
+        "C-BIoU: buffered IoU for fast, irregular motion",
+        {
+            "track_activation_threshold": 0.7,
+            "lost_track_buffer": 30,
+            "minimum_iou_threshold": 0.2,
+            "minimum_consecutive_frames": 2,
+            "high_conf_det_threshold": 0.6,
+        },
+        iou_kw="minimum_iou_threshold_first_assoc",
+    ),
 }
 
 
@@ -112,16 +176,19 @@ def tracker_spec(name: str) -> TrackerSpec:
     try:
         return KNOWN_TRACKERS[name]
     except KeyError:
-        raise InvalidArgumentError(f"unknown tracker '{name}' (known: {', '.join(KNOWN_TRACKERS)})",
-                                   option="tracker") from None
+        raise InvalidArgumentError(
+            f"unknown tracker '{name}' (known: {', '.join(KNOWN_TRACKERS)})", option="tracker"
+        ) from None
 
 
 def load_class(target: str, spec: TrackerSpec) -> Any:
     """``module:Class`` imported now; a missing library is BackendUnavailableError with the pip command."""
     module, _, attr = target.partition(":")
     if not spec.installed():
-        raise BackendUnavailableError(f"tracker '{spec.name}' needs {spec.requires}, which is not installed: "
-                                      f"pip install 'avdnn[{spec.extra}]'", option="tracker")
+        raise BackendUnavailableError(
+            f"tracker '{spec.name}' needs {spec.requires}, which is not installed: pip install 'avdnn[{spec.extra}]'",
+            option="tracker",
+        )
     return getattr(importlib.import_module(module), attr)
 
 
@@ -133,12 +200,22 @@ def create_tracker(name: str, frame_rate: float, **params: float) -> Tracker:
     spec = tracker_spec(name)
     unknown = sorted(set(params) - set(spec.params))
     if unknown:
-        raise InvalidArgumentError(f"tracker '{name}' has no parameter {', '.join(unknown)} "
-                                   f"(it takes: {', '.join(spec.params)})", option=unknown[0])
+        raise InvalidArgumentError(
+            f"tracker '{name}' has no parameter {', '.join(unknown)} (it takes: {', '.join(spec.params)})",
+            option=unknown[0],
+        )
     adapter = load_class(f"avdnn.tracking.{spec.adapter}", spec)
     tracker: Tracker = adapter(spec, frame_rate, params)
     return tracker
 
 
-__all__ = ["KNOWN_TRACKERS", "PARAMETERS", "Tracker", "TrackerSpec", "create_tracker", "list_trackers",
-           "register_tracker", "tracker_spec"]
+__all__ = [
+    "KNOWN_TRACKERS",
+    "PARAMETERS",
+    "Tracker",
+    "TrackerSpec",
+    "create_tracker",
+    "list_trackers",
+    "register_tracker",
+    "tracker_spec",
+]

@@ -54,10 +54,12 @@ class RoboflowTracker:
         self._source = ""
 
     def _sv_detections(self, det: Detections) -> Any:
-        return self._sv.Detections(xyxy=np.asarray(det.xyxy, dtype=np.float32).reshape(-1, 4),
-                                   confidence=np.asarray(det.confidence, dtype=np.float32),
-                                   class_id=np.asarray(det.class_id, dtype=int),
-                                   data={"avdnn_index": np.arange(len(det))})
+        return self._sv.Detections(
+            xyxy=np.asarray(det.xyxy, dtype=np.float32).reshape(-1, 4),
+            confidence=np.asarray(det.confidence, dtype=np.float32),
+            class_id=np.asarray(det.class_id, dtype=int),
+            data={"avdnn_index": np.arange(len(det))},
+        )
 
     def update(self, detections: Detections, time: float, image: np.ndarray | None = None) -> Detections:
         kwargs: dict[str, Any] = {"timestamp": float(time)}
@@ -69,8 +71,11 @@ class RoboflowTracker:
             ids[np.asarray(out.data["avdnn_index"], dtype=np.intp)] = np.asarray(out.tracker_id, dtype=np.int32)
         self._ghost = None
         self._frame_size, self._source = detections.frame_size, detections.source
-        self._last = {int(t): (detections.labels[i], int(detections.class_id[i]), float(detections.confidence[i]))
-                      for i, t in enumerate(ids.tolist()) if t >= 0}
+        self._last = {
+            int(t): (detections.labels[i], int(detections.class_id[i]), float(detections.confidence[i]))
+            for i, t in enumerate(ids.tolist())
+            if t >= 0
+        }
         return detections.with_tracks(ids)
 
     def predict(self, time: float) -> Detections:
@@ -88,7 +93,13 @@ class RoboflowTracker:
         rows = [self._last[t] for _, t in keep]
         xyxy = np.asarray(objects.xyxy, dtype=np.float32)[[i for i, _ in keep]]
         xyxy[:, 2:] = np.maximum(xyxy[:, 2:], xyxy[:, :2])  # a Kalman state can invert a shrinking box
-        return Detections(xyxy=xyxy, confidence=np.array([c for _, _, c in rows]),
-                          class_id=np.array([k for _, k, _ in rows]), labels=tuple(lb for lb, _, _ in rows),
-                          source=self._source, frame_size=self._frame_size,
-                          track_id=np.array([t for _, t in keep]), predicted=np.ones(len(keep), bool))
+        return Detections(
+            xyxy=xyxy,
+            confidence=np.array([c for _, _, c in rows]),
+            class_id=np.array([k for _, k, _ in rows]),
+            labels=tuple(lb for lb, _, _ in rows),
+            source=self._source,
+            frame_size=self._frame_size,
+            track_id=np.array([t for _, t in keep]),
+            predicted=np.ones(len(keep), bool),
+        )

@@ -40,10 +40,18 @@ class TrackRecord:
         return self.confidence_sum / self.detected if self.detected else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"track_id": self.track_id, "label": self.label, "first_pts": self.first_pts,
-                "last_pts": self.last_pts, "first_time": self.first_time, "last_time": self.last_time,
-                "frames": self.frames, "detected_frames": self.detected, "mean_confidence": self.mean_confidence,
-                "labels": dict(self.votes)}
+        return {
+            "track_id": self.track_id,
+            "label": self.label,
+            "first_pts": self.first_pts,
+            "last_pts": self.last_pts,
+            "first_time": self.first_time,
+            "last_time": self.last_time,
+            "frames": self.frames,
+            "detected_frames": self.detected,
+            "mean_confidence": self.mean_confidence,
+            "labels": dict(self.votes),
+        }
 
 
 class TrackSummary:
@@ -58,9 +66,13 @@ class TrackSummary:
             return
         pts = detections.pts if pts is None else pts
         seen: set[int] = set()
-        for tid, label, conf, pred in zip(detections.track_ids.tolist(), detections.labels,
-                                          detections.confidence.tolist(), detections.predicted_mask.tolist(),
-                                          strict=True):
+        for tid, label, conf, pred in zip(
+            detections.track_ids.tolist(),
+            detections.labels,
+            detections.confidence.tolist(),
+            detections.predicted_mask.tolist(),
+            strict=True,
+        ):
             if tid < 0 or tid in seen:
                 continue
             seen.add(tid)
