@@ -225,7 +225,7 @@ def test_yolo_v1v2_tf_det_box() -> None:
 def test_yolov3_tf_det_box(layout: str) -> None:
     out = np.zeros((1, 6, 4, 4), F32)
     out[0, 0, 0, 2] = 0.0
-    out[0, 1, 0, 2] = 0.0  # noqa: E702  cx=2, cy=0
+    out[0, 1, 0, 2] = 0.0
     out[0, 1, 0, 2] = 2.0  # y = (0 + 2)/4
     out[0, 4, 0, 2] = 0.9
     out[0, 5, 0, 2] = 1.0
@@ -252,12 +252,12 @@ def test_yolo_anchors_across_outputs_nchw_and_nhwc() -> None:
         o[:] = rng.normal(0, 0.3, o.shape)
     o1[0, 4] = o1[0, 4 + 7] = 0.0
     o1[0, 4, 1, 0] = 0.95
-    o1[0, 5, 1, 0] = 1.0  # noqa: E702  box 0 -> anchors 0,1
+    o1[0, 5, 1, 0] = 1.0
     o1[0, 7 + 4, 0, 1] = 0.8
-    o1[0, 7 + 6, 0, 1] = 1.0  # noqa: E702  box 1 -> anchors 2,3
+    o1[0, 7 + 6, 0, 1] = 1.0
     o2[0, 4] = 0.0
     o2[0, 4, 3, 3] = 0.7
-    o2[0, 5, 3, 3] = 1.0  # noqa: E702  output 1 box 0 -> anchors 4,5 (cumulative)
+    o2[0, 5, 3, 3] = 1.0
     anchors = [10, 12, 30, 20, 50, 60]
     c = ctx(
         frame_width=320,
