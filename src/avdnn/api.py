@@ -18,7 +18,7 @@ from .errors import InvalidArgumentError
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions, build_sides, plan_metadata, select_streams
 
-__all__ = ["FrameStream", "StreamOptions", "open_source", "run"]
+__all__ = ["FrameStream", "StreamOptions", "dump_input", "open_source", "run"]
 from .graph.stats import RunStats
 from .media.frame import Frame
 from .media.sink import Sink
@@ -116,6 +116,9 @@ def run(
     stop_time: int | float | str | None = None,
     format_options: dict[str, str] | None = None,
     size: tuple[int, int] | str | None = None,
+    filter_complex: str | None = None,
+    input_codec: str | None = None,
+    banner: bool = False,
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
 
@@ -131,7 +134,12 @@ def run(
     ``stream_options`` takes all of them (and per-stream specifiers) at once, as the CLI does.
     ``start_time``, ``recording_time`` and ``stop_time`` are the output's ``-ss``, ``-t`` and
     ``-to`` (seconds, or ffmpeg's duration text; an int is microseconds, as ffmpeg keeps them).
+    ``filter_complex`` takes a ``-filter_complex`` graph that is one linear chain (what
+    ffmpeg-python writes; its output label is mapped with ``map=["[label]"]``) in place of
+    ``filters``. ``input_codec`` is the input's ``-c:v`` (checked against the stream's codec).
+    ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
     """
+    filters, map, stream_options = _complex(filter_complex, filters, map, stream_options)
     start_us = _duration(start_time, "ss")
     rec_us = _duration(recording_time, "t")
     stop_us = _duration(stop_time, "to")
@@ -142,6 +150,9 @@ def run(
     rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
     source = open_source(input, input_format=input_format, input_options=input_options)
     try:
+        _check_input_codec(source, input_codec)
+        if banner:
+            dump_input(source)
         if output is None:
             pipeline = Pipeline(source, filters, max_frames=frames)
             stream = FrameStream(pipeline)
@@ -166,6 +177,8 @@ def run(
         source.close()
         sink.abort()
         raise
+    if banner:
+        _banner_output(source, sink, filter_complex)
     try:
         pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
     except BaseException:
@@ -173,6 +186,81 @@ def run(
         sink.abort()
         raise
     return pipeline.run(progress)
+
+
+def dump_input(source: Source, index: int = 0) -> bool:
+    """ffmpeg's ``Input #index, FORMAT, from 'URL':`` block of an open source, on stderr."""
+    from .media.banner import dump_format
+
+    return dump_format(source.container, index, "pipe:" if source.url == "-" else source.url, output=False)
+
+
+def _banner_output(source: Source, sink: Sink, filter_complex: str | None) -> None:
+    """``Stream mapping:`` now, and ``Output #0`` once the muxer has its header (as ffmpeg prints them)."""
+    import sys
+
+    from .media.banner import dump_format, stream_mapping
+    from .media.sidepath import CopyPath
+
+    rows: list[tuple[int, int, str | None, str | None]] = []
+    video = source.video_stream
+    for i, side in enumerate(sink.stream_order):
+        if side is None:
+            if video is not None:
+                rows.append((video.index, i, video.codec_context.name, sink.codec_name))
+        else:
+            enc = None if isinstance(side, CopyPath) else getattr(side, "codec_name", None)
+            rows.append((side.stream.index, i, side.stream.codec_context.name if side.stream.codec_context else None,
+                         enc))
+    if filter_complex is not None:
+        from .graph.complex import linear_graph
+
+        chain = linear_graph(filter_complex).chain.rsplit(",", 1)[-1].split("=", 1)[0]
+    else:
+        chain = None
+    sys.stderr.write(stream_mapping(rows, complex_chain=chain) + "\n")
+    sink.on_header = lambda container: dump_format(container, 0, sink.name, output=True)
+
+
+def _complex(graph: str | None, filters: str, maps: Sequence[str] | None,
+             opts: StreamOptions | None) -> tuple[str, Sequence[str] | None, StreamOptions | None]:
+    """A one-chain ``-filter_complex`` becomes the video chain, its ``[label]`` map the input stream's."""
+    if graph is None:
+        return filters, maps, opts
+    from .graph.complex import linear_graph
+
+    if filters.strip():
+        raise InvalidArgumentError("-vf/-af/-filter and -filter_complex cannot be used together for the same "
+                                   "stream.", option="filter_complex")
+    lg = linear_graph(graph)
+    pad = None if lg.output_label is None else f"[{lg.output_label}]"
+
+    def rewrite(given: Sequence[str]) -> list[str]:
+        if pad is None:
+            return [lg.input_map, *given] if given else []
+        if pad not in given:
+            raise InvalidArgumentError(f"Filter '{lg.chain}' has output {pad} unconnected: map it with -map "
+                                       f"'{pad}'", option="filter_complex")
+        return [lg.input_map if m == pad else m for m in given]
+
+    if opts is not None and opts.maps:
+        opts.maps = rewrite(opts.maps)
+    else:
+        maps = rewrite(list(maps or []))
+    return lg.chain, maps, opts
+
+
+def _check_input_codec(source: Source, name: str | None) -> None:
+    """The input's ``-c:v``: avdnn decodes with the stream's own decoder, so it must be that one."""
+    if name is None:
+        return
+    video = source.video_stream
+    if video is None or video.codec_context.name != name:
+        from .errors import NotSupportedError
+
+        have = video.codec_context.name if video is not None else "none"
+        raise NotSupportedError(f"input -c:v {name}: avdnn decodes the stream with its own decoder ({have}); "
+                                "forcing another decoder is not supported yet", option="c:v")
 
 
 def _check_output_options(*, rate: Fraction | float | str | None, fps_mode: str, pix_fmt: str | None,

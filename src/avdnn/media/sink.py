@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any, BinaryIO
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..errors import AvdnnError, InvalidArgumentError, IOFailureError, NotFoundError, from_av_error
 from .frame import Frame
@@ -118,13 +118,19 @@ class Sink:
         self._durations: dict[int, int] = {}
         self._closed = False
         self._file: Any = None
-        if isinstance(target, str) and target != "-":
+        pipe = isinstance(target, str) and (target == "-" or target.startswith("pipe:"))
+        if isinstance(target, str) and not pipe:
             self._check_path(target, overwrite)
+        # "-" is Python's stdout (where an embedding program or a test captures it); pipe:N is
+        # libavformat's pipe protocol on that descriptor, as ffmpeg opens it
         file: Any = sys.stdout.buffer if target == "-" else target
-        if target == "-" and format is None:
-            raise InvalidArgumentError("Unable to choose an output format for 'pipe:'; use -f", file="pipe:")
+        if pipe and format is None:
+            raise InvalidArgumentError(f"Unable to choose an output format for '{self.name}'; use -f", file=self.name)
         if format in HASH_MUXERS:
-            if isinstance(file, str):
+            if pipe and isinstance(target, str) and target != "-":
+                fd = int(target[5:] or 1)
+                self._file = file = open(fd, "wb", closefd=False)  # noqa: SIM115 - closed in close()
+            elif isinstance(file, str):
                 try:
                     self._file = file = open(file, "wb")  # noqa: SIM115 - closed in close()
                 except OSError as exc:
@@ -159,6 +165,8 @@ class Sink:
         #: Metadata of the output's streams by output index, and chapters (set by the run plan).
         self.stream_metadata: dict[int, dict[str, str]] = {}
         self.chapters: list[Any] = []
+        #: Called with the PyAV container once its header is written (ffmpeg's ``Output #0`` dump).
+        self.on_header: Callable[[Any], object] | None = None
         self.set_streams(sides, video_index)
 
     def set_streams(self, sides: Sequence[SidePath], video_index: int | None = 0) -> None:
@@ -190,6 +198,11 @@ class Sink:
             except BaseException:
                 self.abort()
                 raise
+
+    @property
+    def stream_order(self) -> list[SidePath | None]:
+        """The output's streams in order: a side path, or None for the chain's video."""
+        return list(self._order)
 
     def _write_metadata(self) -> None:
         """Global and per-stream metadata and chapters, as the plan decided (ffmpeg's -map_metadata)."""
@@ -338,6 +351,8 @@ class Sink:
         else:
             self._write_metadata()
             self._container.start_encoding()
+            if self.on_header is not None:
+                self.on_header(self._container)
         self.ready = True
         self._interleaver.start()
         for side in self.sides:

@@ -47,7 +47,9 @@ class Source:
 
         self.url = url
         self.format = format
-        if format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
+        if url == "-" or url.startswith("pipe:"):  # ffmpeg's stdin alias; libavformat opens pipe:N itself
+            url = "pipe:" if url == "-" else url
+        elif format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
             raise NotFoundError("No such file or directory", file=url)
         try:
             self._container: Any = av.open(url, "r", format=format, options=options or {})
@@ -90,6 +92,11 @@ class Source:
             ctx.thread_type = self._stream.codec_context.thread_type if self._stream is not None else "AUTO"
             self._stream = stream
         self.video = True
+
+    @property
+    def video_stream(self) -> Any:
+        """The PyAV stream decoded for the chain (None when no video is decoded)."""
+        return self._stream if self.video else None
 
     @property
     def container(self) -> Any:
