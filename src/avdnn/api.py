@@ -139,7 +139,7 @@ def run(
     ``filters``. ``input_codec`` is the input's ``-c:v`` (checked against the stream's codec).
     ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
     """
-    filters, map, stream_options = _complex(filter_complex, filters, map, stream_options)
+    filters, map, stream_options = _complex(filter_complex, filters, map, stream_options)  # noqa: A001
     start_us = _duration(start_time, "ss")
     rec_us = _duration(recording_time, "t")
     stop_us = _duration(stop_time, "to")
