@@ -223,3 +223,13 @@ def test_version() -> None:
     first = out.splitlines()[0]
     assert first.startswith("avdnn version ") and "Copyright" in first
     assert any(ln.startswith("  libavcodec ") for ln in out.splitlines())
+
+
+def test_pix_fmt_the_encoder_lacks_is_auto_selected_as_ffmpeg(ffmpeg: str) -> None:
+    """moviepy asks libx264 for yuva420p: ffmpeg warns and takes the encoder's closest format."""
+    args = ["-v", "warning", "-f", "lavfi", "-i", "testsrc=d=0.2:s=64x48", "-c:v", "png", "-pix_fmt", "yuv420p",
+            "-f", "framemd5", "-"]
+    ref, got = _ffmpeg(ffmpeg, args), _avdnn(args)
+    assert got.returncode == 0, got.stderr
+    assert _hashes(got.stdout) == _hashes(ref.stdout)
+    assert b"Incompatible pixel format 'yuv420p' for codec 'png', auto-selecting format 'rgb24'" in got.stderr

@@ -135,3 +135,15 @@ def test_moviepy_reads_bigbuckbunny_with_audio(exe: str, clip: dict[str, str]) -
         c.close()
     """, {"FFMPEG_BINARY": exe})
     assert out.split() == ["5.31", "25.0", "1280", "720", "720", "22050", "2", "1"]
+
+
+def test_moviepy_writes_a_one_second_subclip(exe: str, clip: dict[str, str], tmp_path: Path) -> None:
+    """Video only: with audio moviepy muxes a second input (``-i - -i audio.mp3``), not supported yet."""
+    target = tmp_path / "sub.mp4"
+    _client(f"""
+        from moviepy import VideoFileClip
+        c = VideoFileClip({clip["bigbuckbunny"]!r})
+        c.subclipped(1, 2).write_videofile({str(target)!r}, logger=None, audio=False)
+        c.close()
+    """, {"FFMPEG_BINARY": exe})
+    assert _frames(target) == 25

@@ -29,7 +29,8 @@ from avdnn import errors
 __all__ = [
     "AudioChainInfo", "ChainInfo", "FilterInfo", "OptionInfo", "filter_description", "filter_info",
     "filter_is_source", "filter_option_names", "filter_options", "av_option_owner", "option_consts",
-    "probe_audio_chain", "probe_chain", "encoder_channel_layouts", "encoder_color_ranges", "parse_video_size",
+    "best_pix_fmt", "probe_audio_chain", "probe_chain", "encoder_channel_layouts", "encoder_color_ranges",
+    "parse_video_size",
 ]
 
 _P = ctypes.c_void_p
@@ -42,6 +43,10 @@ class _Rational(ctypes.Structure):
 class _ChLayout(ctypes.Structure):  # libavutil/channel_layout.h AVChannelLayout
     _fields_ = [("order", ctypes.c_int), ("nb_channels", ctypes.c_int), ("mask", ctypes.c_uint64),
                 ("opaque", _P)]
+
+
+class _PixDescHead(ctypes.Structure):  # libavutil/pixdesc.h AVPixFmtDescriptor, name and nb_components
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_uint8)]
 
 
 class _AVOption(ctypes.Structure):  # libavutil/opt.h
@@ -111,6 +116,10 @@ def _load() -> tuple[ctypes.CDLL, ctypes.CDLL]:
             c_int, c_char_p = ctypes.c_int, ctypes.c_char_p
             _fn(avu, "av_strerror", c_int, c_int, c_char_p, ctypes.c_size_t)
             _fn(avu, "av_get_pix_fmt_name", c_char_p, c_int)
+            _fn(avu, "av_get_pix_fmt", c_int, c_char_p)
+            # the descriptor's first fields: name (char *), nb_components (uint8_t)
+            _fn(avu, "av_pix_fmt_desc_get", ctypes.POINTER(_PixDescHead), c_int)
+            _fn(avu, "av_find_best_pix_fmt_of_2", c_int, c_int, c_int, c_int, c_int, ctypes.POINTER(c_int))
             _fn(avu, "av_opt_next", ctypes.POINTER(_AVOption), _P, ctypes.POINTER(_AVOption))
             _fn(avu, "av_opt_child_class_iterate", _P, _P, ctypes.POINTER(_P))
             _fn(avu, "av_opt_set_int", c_int, _P, c_char_p, ctypes.c_int64, c_int)
@@ -517,3 +526,21 @@ def encoder_color_ranges(name: str) -> list[str] | None:
     values = ctypes.cast(out, ctypes.POINTER(ctypes.c_int))
     ranges = [_COLOR_RANGES[values[i]] for i in range(count.value) if values[i] in _COLOR_RANGES]
     return ranges or None
+
+
+def best_pix_fmt(candidates: list[str], target: str) -> str:
+    """The candidate losing least against ``target``: ffmpeg's choose_pixel_fmt for an encoder
+    that does not take the requested -pix_fmt (av_find_best_pix_fmt_of_2 over its list, with
+    alpha wanted when the target has an even number of components, as ffmpeg's FIXME says)."""
+    avu, _ = _load()
+    ids = {}
+    for name in (target, *candidates):
+        ids[name] = avu.av_get_pix_fmt(name.encode())
+    src = ids[target]
+    desc = avu.av_pix_fmt_desc_get(src)
+    has_alpha = int(bool(desc) and desc.contents.value % 2 == 0)
+    best = -1
+    for name in candidates:
+        best = avu.av_find_best_pix_fmt_of_2(best, ids[name], src, has_alpha, None)
+    name_of = avu.av_get_pix_fmt_name(best)
+    return name_of.decode() if name_of else candidates[0]

@@ -11,6 +11,7 @@ its encoder and writes its trailer, so the file is valid with the frames before 
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from fractions import Fraction
@@ -162,6 +163,7 @@ class Sink:
         except (av.FFmpegError, ValueError) as exc:
             self.abort()
             raise NotFoundError(f"Unknown encoder '{self.codec_name}'", file=self.name) from exc
+        self._choose_pix_fmt()
         #: Metadata of the output's streams by output index, and chapters (set by the run plan).
         self.stream_metadata: dict[int, dict[str, str]] = {}
         self.chapters: list[Any] = []
@@ -258,6 +260,19 @@ class Sink:
         if self.start_time is not None:
             args.append(f"starti={self.start_time}us")
         return ("atrim" if audio else "trim", ":".join(args)) if args else None
+
+    def _choose_pix_fmt(self) -> None:
+        """A -pix_fmt the encoder does not take becomes its closest one, with ffmpeg's warning
+        (moviepy asks libx264 for yuva420p)."""
+        names = [f.name for f in self._codec.video_formats or ()]
+        if self.pix_fmt is None or not names or self.pix_fmt in names:
+            return
+        from .libav import best_pix_fmt
+
+        best = best_pix_fmt(names, self.pix_fmt)
+        logging.getLogger("avdnn").warning("Incompatible pixel format '%s' for codec '%s', auto-selecting format "
+                                           "'%s'", self.pix_fmt, self.codec_name, best)
+        self.pix_fmt = best
 
     def accepted_pix_fmts(self) -> list[str] | None:
         """Pixel formats the encoder takes (the ffmpeg CLI appends format= with these); None: any."""
