@@ -233,3 +233,18 @@ def test_pix_fmt_the_encoder_lacks_is_auto_selected_as_ffmpeg(ffmpeg: str) -> No
     assert got.returncode == 0, got.stderr
     assert _hashes(got.stdout) == _hashes(ref.stdout)
     assert b"Incompatible pixel format 'yuv420p' for codec 'png', auto-selecting format 'rgb24'" in got.stderr
+
+
+@pytest.mark.parametrize("extra", [["-vf", "scale=64:-2"],
+                                   ["-filter_complex", "[0:v]scale=64:-2[v]", "-map", "[v]", "-map", "0:a",
+                                    "-c:a", "copy"]])
+def test_stream_mapping_block_is_ffmpegs(extra: list[str], clip: dict[str, str], ffmpeg: str, tmp_path: Path) -> None:
+    def mapping(exe: list[str], out: Path) -> str:
+        err = subprocess.run([*exe, "-hide_banner", "-nostdin", "-i", clip["bigbuckbunny"], "-t", "0.2", *extra,
+                              "-c:v", "mpeg4", str(out)], capture_output=True, check=True, timeout=120).stderr.decode()
+        block = err[err.index("Stream mapping:\n"):]
+        return block[:block.index("Output #0")].removesuffix("Press [q] to stop, [?] for help\n")
+
+    ref = mapping([ffmpeg], tmp_path / "ref.mp4")  # mp4: both builds encode its audio with aac
+    assert mapping([sys.executable, "-m", "avdnn"], tmp_path / "got.mp4") == ref
+    assert ref.count("\n") >= 3
