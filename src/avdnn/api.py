@@ -62,9 +62,13 @@ def open_source(
     *,
     input_format: str | None = None,
     input_options: dict[str, str] | None = None,
+    video: bool = True,
 ) -> Source:
-    """Open an input file, URL or (with ``input_format="lavfi"``) a lavfi source graph."""
-    return Source(input, format=input_format, options=input_options)
+    """Open an input file, URL or (with ``input_format="lavfi"``) a lavfi source graph.
+
+    ``video=False`` also opens an input without video (an audio file for an audio-only output).
+    """
+    return Source(input, format=input_format, options=input_options, video=video)
 
 
 @overload
@@ -117,7 +121,7 @@ def run(
     format_options: dict[str, str] | None = None,
     size: tuple[int, int] | str | None = None,
     filter_complex: str | None = None,
-    input_codec: str | None = None,
+    input_codecs: dict[str, str] | None = None,
     banner: bool = False,
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
@@ -136,7 +140,8 @@ def run(
     ``-to`` (seconds, or ffmpeg's duration text; an int is microseconds, as ffmpeg keeps them).
     ``filter_complex`` takes a ``-filter_complex`` graph that is one linear chain (what
     ffmpeg-python writes; its output label is mapped with ``map=["[label]"]``) in place of
-    ``filters``. ``input_codec`` is the input's ``-c:v`` (checked against the stream's codec).
+    ``filters``. ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
+    against the streams' own decoders.
     ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
     """
     filters, map, stream_options = _complex(filter_complex, filters, map, stream_options)  # noqa: A001
@@ -148,9 +153,9 @@ def run(
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
     rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
-    source = open_source(input, input_format=input_format, input_options=input_options)
+    source = open_source(input, input_format=input_format, input_options=input_options, video=output is None)
     try:
-        _check_input_codec(source, input_codec)
+        _check_input_codecs(source, input_codecs or {})
         if banner:
             dump_input(source)
         if output is None:
@@ -250,17 +255,16 @@ def _complex(graph: str | None, filters: str, maps: Sequence[str] | None,
     return lg.chain, maps, opts
 
 
-def _check_input_codec(source: Source, name: str | None) -> None:
-    """The input's ``-c:v``: avdnn decodes with the stream's own decoder, so it must be that one."""
-    if name is None:
-        return
-    video = source.video_stream
-    if video is None or video.codec_context.name != name:
-        from .errors import NotSupportedError
+def _check_input_codecs(source: Source, names: dict[str, str]) -> None:
+    """The input's ``-c:v``/``-c:a``: avdnn decodes with each stream's own decoder, so it must be that one."""
+    for kind, name in names.items():
+        stream = next((s for s in source.streams if s.type == kind), None)
+        have = stream.codec_context.name if stream is not None and stream.codec_context is not None else "none"
+        if have != name:
+            from .errors import NotSupportedError
 
-        have = video.codec_context.name if video is not None else "none"
-        raise NotSupportedError(f"input -c:v {name}: avdnn decodes the stream with its own decoder ({have}); "
-                                "forcing another decoder is not supported yet", option="c:v")
+            raise NotSupportedError(f"input -c:{kind[0]} {name}: avdnn decodes the stream with its own decoder "
+                                    f"({have}); forcing another decoder is not supported yet", option=f"c:{kind[0]}")
 
 
 def _check_output_options(*, rate: Fraction | float | str | None, fps_mode: str, pix_fmt: str | None,

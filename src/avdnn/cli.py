@@ -70,8 +70,8 @@ class Args:
     progress: str | None = None
     stats_period: float = 0.5
     filter_complex: str | None = None
-    #: -c:v / -vcodec before -i
-    input_codec: str | None = None
+    #: -c:v / -vcodec, -c:a / -acodec before -i, by media type
+    input_codecs: dict[str, str] = field(default_factory=dict)
 
 
 #: ffmpeg's boolean options (``-an``; ``-noNAME`` negates), by where they apply.
@@ -80,7 +80,8 @@ _GLOBAL_BOOLS = {"y", "n", "hide_banner", "stats", "filters", "version", "stdin"
 #: Global options of fftools for the tools that drive ffmpeg (issue 16).
 _TOOL_VALUES = {"progress", "stats_period", "filter_complex", "lavfi", "filter_complex_script", "/filter_complex"}
 #: Input options that are demuxer AVOptions under another name, as ffmpeg_demux.c passes them.
-_INPUT_ALIASES = {"s": "video_size", "r": "framerate", "pix_fmt": "pixel_format"}
+_INPUT_ALIASES = {"s": "video_size", "r": "framerate", "pix_fmt": "pixel_format", "ar": "sample_rate",
+                  "ac": "ch_layout"}
 _FILE_BOOLS = {"bitexact", "vn", "an", "sn", "dn"}
 #: Options that take a value and are avdnn's own (ffmpeg_opt.c names); the rest are AVOptions.
 _GLOBAL_VALUES = {"loglevel", "v"}
@@ -146,10 +147,12 @@ def parse_args(argv: Sequence[str]) -> Args:
                 pending_fmt = value(tok)
             elif name in _FILE_BOOLS or negated in _FILE_BOOLS:
                 pass  # -bitexact / -an before -i: decoder-side flags with no effect on decoding here
-            elif name in _INPUT_ALIASES and spec in ("", "v"):
-                pending_in[_INPUT_ALIASES[name]] = value(tok)
-            elif (name in ("c", "codec") and spec in ("v", "v:0")) or name == "vcodec":
-                a.input_codec = value(tok)
+            elif name in _INPUT_ALIASES and spec in ("", "v", "a"):
+                val = value(tok)  # -ac N: the demuxer's ch_layout, N channels in the default order
+                pending_in[_INPUT_ALIASES[name]] = _default_layout(val) if name == "ac" else val
+            elif (name in ("c", "codec") and spec in ("v", "v:0", "a", "a:0")) or name in ("vcodec", "acodec"):
+                kind = "audio" if name == "acodec" or spec.startswith("a") else "video"
+                a.input_codecs[kind] = value(tok)
             else:
                 _check_av_option(tok)
                 pending_in[tok[1:]] = value(tok)  # demuxer and decoder options: -framerate, -video_size, ...
@@ -181,6 +184,15 @@ def _global_flag(a: Args, name: str, *, on: bool) -> None:
         a.show_version = True
     elif name in _LISTINGS:
         a.listing = name
+
+
+def _default_layout(channels: str) -> str:
+    """ffmpeg's guess for N channels of a raw input (av_channel_layout_default): 2 is stereo."""
+    if not channels.isdigit():
+        return channels
+    from .media.libav import default_channel_layout
+
+    return default_channel_layout(int(channels))
 
 
 def _tool_option(a: Args, name: str, val: str) -> None:
@@ -298,7 +310,7 @@ def run_kwargs(args: Args) -> dict[str, Any]:
         "format_options": args.format_options,
         "fps_mode": args.fps_mode, "stream_options": args.streams, "metadata": args.metadata or None,
         "start_time": args.start_time, "recording_time": args.recording_time, "stop_time": args.stop_time,
-        "size": args.size, "filter_complex": args.filter_complex, "input_codec": args.input_codec,
+        "size": args.size, "filter_complex": args.filter_complex, "input_codecs": args.input_codecs or None,
     }
 
 
@@ -428,8 +440,8 @@ def _probe(args: Args, level: int) -> int:
     """``ffmpeg -i FILE`` without an output: the input block, then ffmpeg's error (exit 1)."""
     from . import api
 
-    with api.open_source(args.input or "", input_format=args.input_format,
-                         input_options=args.input_options) as source:
+    with api.open_source(args.input or "", input_format=args.input_format, input_options=args.input_options,
+                         video=False) as source:
         if level <= logging.INFO:
             api.dump_input(source)
     if level <= logging.CRITICAL:

@@ -248,3 +248,18 @@ def test_stream_mapping_block_is_ffmpegs(extra: list[str], clip: dict[str, str],
     ref = mapping([ffmpeg], tmp_path / "ref.mp4")  # mp4: both builds encode its audio with aac
     assert mapping([sys.executable, "-m", "avdnn"], tmp_path / "got.mp4") == ref
     assert ref.count("\n") >= 3
+
+
+def test_raw_audio_from_stdin_as_ffmpeg(ffmpeg: str) -> None:
+    """moviepy's audio pass: -f s16le -acodec pcm_s16le -ar 44100 -ac 2 -i - (an input without video)."""
+    pcm = _ffmpeg(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "sine=d=1", "-f", "s16le", "-ac", "2", "-ar", "44100",
+                           "-"]).stdout
+    args = ["-v", "error", "-f", "s16le", "-acodec", "pcm_s16le", "-ar", "44100", "-ac", "2", "-i", "-", "-vn",
+            "-acodec", "pcm_s16le", "-f", "framemd5", "-"]
+    ref, got = _ffmpeg(ffmpeg, args, stdin=pcm), _avdnn(args, stdin=pcm)
+    assert got.returncode == 0, got.stderr
+    assert _hashes(got.stdout) == _hashes(ref.stdout) and len(_hashes(got.stdout)) > 5
+    probe = _avdnn(["-hide_banner", "-f", "s16le", "-ac", "2", "-i", "-"], stdin=pcm)
+    assert b"Stream #0:0: Audio: pcm_s16le, 44100 Hz, stereo, s16, 1411 kb/s\n" in probe.stderr
+    wrong = _avdnn(["-v", "error", "-f", "s16le", "-acodec", "pcm_f32le", "-i", "-", "-f", "null", "-"], stdin=pcm)
+    assert wrong.returncode != 0 and b"pcm_f32le" in wrong.stderr

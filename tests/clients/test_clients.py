@@ -138,12 +138,20 @@ def test_moviepy_reads_bigbuckbunny_with_audio(exe: str, clip: dict[str, str]) -
 
 
 def test_moviepy_writes_a_one_second_subclip(exe: str, clip: dict[str, str], tmp_path: Path) -> None:
-    """Video only: with audio moviepy muxes a second input (``-i - -i audio.mp3``), not supported yet."""
-    target = tmp_path / "sub.mp4"
+    """Its video, and its audio as moviepy's first pass writes it. (The second pass muxes both as two
+    inputs, ``-i - -i audio.mp3``, which avdnn does not take yet.)"""
+    import av
+
+    target, sound = tmp_path / "sub.mp4", tmp_path / "sub.mp3"
     _client(f"""
         from moviepy import VideoFileClip
         c = VideoFileClip({clip["bigbuckbunny"]!r})
-        c.subclipped(1, 2).write_videofile({str(target)!r}, logger=None, audio=False)
+        sub = c.subclipped(1, 2)
+        sub.write_videofile({str(target)!r}, logger=None, audio=False)
+        sub.audio.write_audiofile({str(sound)!r}, logger=None)
         c.close()
     """, {"FFMPEG_BINARY": exe})
     assert _frames(target) == 25
+    with av.open(str(sound)) as c:
+        samples = sum(f.samples for f in c.decode(audio=0))
+    assert abs(samples - 44100) < 2 * 1152, samples

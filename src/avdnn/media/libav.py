@@ -29,8 +29,8 @@ from avdnn import errors
 __all__ = [
     "AudioChainInfo", "ChainInfo", "FilterInfo", "OptionInfo", "filter_description", "filter_info",
     "filter_is_source", "filter_option_names", "filter_options", "av_option_owner", "option_consts",
-    "best_pix_fmt", "probe_audio_chain", "probe_chain", "encoder_channel_layouts", "encoder_color_ranges",
-    "parse_video_size",
+    "best_pix_fmt", "default_channel_layout", "probe_audio_chain", "probe_chain", "encoder_channel_layouts",
+    "encoder_color_ranges", "parse_video_size",
 ]
 
 _P = ctypes.c_void_p
@@ -139,6 +139,7 @@ def _load() -> tuple[ctypes.CDLL, ctypes.CDLL]:
             _fn(avu, "av_get_sample_fmt_name", c_char_p, c_int)
             _fn(avu, "av_channel_layout_describe", c_int, ctypes.POINTER(_ChLayout), c_char_p, ctypes.c_size_t)
             _fn(avu, "av_channel_layout_uninit", None, ctypes.POINTER(_ChLayout))
+            _fn(avu, "av_channel_layout_default", None, ctypes.POINTER(_ChLayout), c_int)
             _libs = (avu, avf)
         return _libs
 
@@ -544,3 +545,14 @@ def best_pix_fmt(candidates: list[str], target: str) -> str:
         best = avu.av_find_best_pix_fmt_of_2(best, ids[name], src, has_alpha, None)
     name_of = avu.av_get_pix_fmt_name(best)
     return name_of.decode() if name_of else candidates[0]
+
+
+def default_channel_layout(channels: int) -> str:
+    """av_channel_layout_default's name for N channels (2: stereo), as ffmpeg guesses a raw input's."""
+    avu, _ = _load()
+    layout = _ChLayout()
+    avu.av_channel_layout_default(ctypes.byref(layout), channels)
+    buf = ctypes.create_string_buffer(128)
+    avu.av_channel_layout_describe(ctypes.byref(layout), buf, len(buf))
+    avu.av_channel_layout_uninit(ctypes.byref(layout))
+    return buf.value.decode()
