@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import Any, BinaryIO, overload
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotSupportedError
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions, build_sides, plan_metadata, select_streams
 
@@ -123,6 +123,7 @@ def run(
     filter_complex: str | None = None,
     input_codecs: dict[str, str] | None = None,
     banner: bool = False,
+    more_inputs: Sequence[tuple[str, str | None, dict[str, str]]] = (),
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
 
@@ -143,6 +144,9 @@ def run(
     ``filters``. ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
     against the streams' own decoders.
     ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
+    ``more_inputs`` are inputs 1, 2, ... as (url, format, options): their streams are mapped as
+    ffmpeg maps them (``map=["0:v:0", "1:a:0"]``, or automatically) and go around the chain;
+    the chain's video comes from ``input``.
     """
     filters, map, stream_options = _complex(filter_complex, filters, map, stream_options)  # noqa: A001
     start_us = _duration(start_time, "ss")
@@ -176,9 +180,17 @@ def run(
     except BaseException:
         source.close()
         raise
+    others: list[Source] = []
+    companions: list[Any] = []
     try:
-        _plan(source, sink, opts, filters, bitexact=sink.bitexact)
+        for k, (url, fmt, options) in enumerate(more_inputs, start=1):
+            others.append(open_source(url, input_format=fmt, input_options=options, video=False))
+            if banner:
+                dump_input(others[-1], k)
+        companions = _plan(source, sink, opts, filters, bitexact=sink.bitexact, others=others)
     except BaseException:
+        for other in others:
+            other.close()
         source.close()
         sink.abort()
         raise
@@ -187,10 +199,20 @@ def run(
     try:
         pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
     except BaseException:
+        for other in others:
+            other.close()
         source.close()
         sink.abort()
         raise
-    return pipeline.run(progress)
+    try:
+        for companion in companions:
+            companion.start()
+        return pipeline.run(progress)
+    finally:
+        for companion in companions:
+            companion.close()
+        for other in others:
+            other.close()
 
 
 def dump_input(source: Source, index: int = 0) -> bool:
@@ -261,8 +283,6 @@ def _check_input_codecs(source: Source, names: dict[str, str]) -> None:
         stream = next((s for s in source.streams if s.type == kind), None)
         have = stream.codec_context.name if stream is not None and stream.codec_context is not None else "none"
         if have != name:
-            from .errors import NotSupportedError
-
             raise NotSupportedError(f"input -c:{kind[0]} {name}: avdnn decodes the stream with its own decoder "
                                     f"({have}); forcing another decoder is not supported yet", option=f"c:{kind[0]}")
 
@@ -328,10 +348,16 @@ def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, v
     return opts
 
 
-def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool) -> None:
-    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to source and sink."""
+def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool,
+          others: Sequence[Source] = ()) -> list[Any]:
+    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to source and sink.
+
+    Returns the demuxers of the other inputs that feed some of the output's streams (not started).
+    """
     defaults = {kind: sink.default_codec(kind) for kind in ("video", "audio", "subtitle")}
-    streams = select_streams(list(source.streams), opts, defaults=defaults)
+    files = {id(s): (k, src.offset) for k, src in enumerate([source, *others]) for s in src.streams}
+    streams = select_streams(list(source.streams), opts, defaults=defaults,
+                             more_files=[list(o.streams) for o in others])
     chain_given = bool(filters.strip())
     video = next((s for s in streams if s.type == "video"), None)
     if video is not None and opts.lookup(opts.codecs, "video", 0) == "copy" and not (
@@ -343,14 +369,21 @@ def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bite
     if video is None and chain_given:
         raise InvalidArgumentError("a filter chain (-vf) was given but the output has no video stream to filter",
                                    option="vf")
+    if video is not None and files[id(video)][0] != 0:
+        raise NotSupportedError(f"the video of input #{files[id(video)][0]}: the chain's video comes from the "
+                                "first input in this version (map its video first: -map 0:v)", option="map")
     source.use_video(None if video is None else video.index)
     sides = build_sides(streams, opts, video_stream=video, offset=source.offset, bitexact=bitexact,
-                        defaults=defaults, chain_given=chain_given)
+                        defaults=defaults, chain_given=chain_given, file_of=lambda s: files[id(s)])
     if sink.muxer_name not in ("md5", "framemd5", "hash", "framehash", "crc", "framecrc"):
         sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
             streams, sides, opts, container=source.container, global_tags=sink.metadata,
             bitexact=sink.bitexact, video_encoder=None if video is None else sink.codec_name)
     sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
+    from .media.companion import CompanionInput
+
+    return [CompanionInput(other, [s for s in sides if s.input_file == k], sink)
+            for k, other in enumerate(others, start=1) if any(s.input_file == k for s in sides)]
 
 
 class _Limited(FrameStream):

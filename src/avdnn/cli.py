@@ -70,6 +70,8 @@ class Args:
     progress: str | None = None
     stats_period: float = 0.5
     filter_complex: str | None = None
+    #: inputs 1, 2, ...: (url, -f, options before their -i)
+    more_inputs: list[tuple[str, str | None, dict[str, str]]] = field(default_factory=list)
     #: -c:v / -vcodec, -c:a / -acodec before -i, by media type
     input_codecs: dict[str, str] = field(default_factory=dict)
 
@@ -108,6 +110,8 @@ def parse_args(argv: Sequence[str]) -> Args:
     pending_fmt: str | None = None
     pending_in: dict[str, str] = {}
     i = 0
+    # options before the last -i belong to the inputs (ffmpeg: to the next -i), after it to the output
+    last_input = max((k for k, tok in enumerate(argv[:-1]) if tok == "-i"), default=-1)
 
     def value(opt: str) -> str:
         nonlocal i
@@ -134,15 +138,16 @@ def parse_args(argv: Sequence[str]) -> Args:
             a.help_topic = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else ""
             i += 1 if a.help_topic else 0
         elif name == "i":
-            if a.input is not None:
-                raise InvalidArgumentError("avdnn takes one input (-i)")
-            a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
+            if a.input is not None:  # a second input: its streams go around the chain (moviepy's audio)
+                a.more_inputs.append((value(tok), pending_fmt, pending_in))
+            else:
+                a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
             pending_fmt, pending_in = None, {}
         elif a.output is not None:
             # after the output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
             raise InvalidArgumentError(f"Trailing option(s) found in the command line: {tok} "
                                        f"(options go before the output they apply to)", option=tok[1:])
-        elif a.input is None:
+        elif a.input is None or i < last_input:
             if name == "f":
                 pending_fmt = value(tok)
             elif name in _FILE_BOOLS or negated in _FILE_BOOLS:
@@ -311,6 +316,7 @@ def run_kwargs(args: Args) -> dict[str, Any]:
         "fps_mode": args.fps_mode, "stream_options": args.streams, "metadata": args.metadata or None,
         "start_time": args.start_time, "recording_time": args.recording_time, "stop_time": args.stop_time,
         "size": args.size, "filter_complex": args.filter_complex, "input_codecs": args.input_codecs or None,
+        "more_inputs": args.more_inputs,
     }
 
 

@@ -263,3 +263,32 @@ def test_raw_audio_from_stdin_as_ffmpeg(ffmpeg: str) -> None:
     assert b"Stream #0:0: Audio: pcm_s16le, 44100 Hz, stereo, s16, 1411 kb/s\n" in probe.stderr
     wrong = _avdnn(["-v", "error", "-f", "s16le", "-acodec", "pcm_f32le", "-i", "-", "-f", "null", "-"], stdin=pcm)
     assert wrong.returncode != 0 and b"pcm_f32le" in wrong.stderr
+
+
+@pytest.fixture(scope="module")
+def wav(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A mono WAV (its layout is unspecified: ffmpeg guesses mono)."""
+    path = tmp_path_factory.mktemp("wav") / "s.wav"
+    subprocess.run([ffmpeg, "-v", "error", "-f", "lavfi", "-i", "sine=d=2", str(path)], check=True)
+    return str(path)
+
+
+@pytest.mark.parametrize("maps", [[], ["-map", "1:a", "-map", "0:v"], ["-map", "0:v:0", "-map", "1:a:0"]])
+def test_a_second_input_gives_ffmpegs_framemd5(maps: list[str], mkv: str, wav: str, ffmpeg: str) -> None:
+    """imageio-ffmpeg and moviepy mux audio from a second input: automatic or explicit maps."""
+    args = ["-v", "error", "-i", mkv, "-i", wav, *maps, "-vf", "hflip", "-c:v", "rawvideo", "-c:a", "pcm_s16le",
+            "-f", "framemd5", "-"]
+    ref, got = _ffmpeg(ffmpeg, args), _avdnn(args)
+    assert got.returncode == 0, got.stderr
+    assert _hashes(got.stdout) == _hashes(ref.stdout)
+    if not maps:  # automatic selection takes mkv's own audio (first best), as ffmpeg does
+        assert any(ln.startswith(b"1,") for ln in _hashes(got.stdout))
+
+
+def test_second_input_banner_and_bad_map(mkv: str, wav: str) -> None:
+    got = _avdnn(["-hide_banner", "-i", mkv, "-i", wav, "-map", "0:v", "-map", "1:a", "-f", "null", "-"])
+    err = got.stderr.decode()
+    assert got.returncode == 0, err
+    assert "Input #0, matroska,webm, from" in err and "Input #1, wav, from" in err
+    bad = _avdnn(["-hide_banner", "-v", "error", "-i", mkv, "-i", wav, "-map", "2:a", "-f", "null", "-"])
+    assert bad.returncode == 234 and b"Invalid input file index: 2." in bad.stderr

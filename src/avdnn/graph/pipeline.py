@@ -62,8 +62,10 @@ class Pipeline:
         self._in_rate = source.info.frame_rate if source.video else None
         for side in sink.sides if sink is not None else ():
             # streams around the chain: fed by the demuxer that reads the video, on its thread
-            source.side_handlers[side.in_index] = side.packet
-            source.side_ends.append(side.end)
+            # (those of other inputs by their own demuxers, see api)
+            if side.input_file == 0:
+                source.side_handlers[side.in_index] = side.packet
+                source.side_ends.append(side.end)
             self.stats.streams.append(side.stats)
         self._closed = False
         self._eof = False  # the input was read to its end

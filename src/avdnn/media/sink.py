@@ -97,6 +97,10 @@ class Sink:
         self.size = size
         self._hash: HashMuxer | None = None
         self._container: Any = None
+        #: Called with the PyAV container once its header is written (ffmpeg's ``Output #0`` dump).
+        self.on_header: Callable[[Any], object] | None = None
+        #: Called at close once the video has ended, before the side streams end.
+        self.before_sides_end: list[Callable[[], None]] = []
         self.set_streams((), 0)  # replaced below; set so that abort() works at any point
         self.name = "pipe:" if target == "-" else target if isinstance(target, str) else "<file>"
         self.pix_fmt = pix_fmt
@@ -167,8 +171,6 @@ class Sink:
         #: Metadata of the output's streams by output index, and chapters (set by the run plan).
         self.stream_metadata: dict[int, dict[str, str]] = {}
         self.chapters: list[Any] = []
-        #: Called with the PyAV container once its header is written (ffmpeg's ``Output #0`` dump).
-        self.on_header: Callable[[Any], object] | None = None
         self.set_streams(sides, video_index)
 
     def set_streams(self, sides: Sequence[SidePath], video_index: int | None = 0) -> None:
@@ -186,6 +188,8 @@ class Sink:
         self._interleaver = Interleaver(n, self._write_packet, on_drop=self._dropped_at_cut)
         #: Held by every thread that encodes or muxes into this output.
         self.lock: threading.RLock = self._interleaver._lock
+        #: Notified whenever the video advances (streams of other inputs pace themselves on it).
+        self._video_cond = threading.Condition(self.lock)
         self.ready = False
         self._out_streams: list[Any] = [None] * n
         self._hash_tbs: list[Fraction] = [Fraction(1)] * n
@@ -475,6 +479,22 @@ class Sink:
             return False
         return self.video_head < end
 
+    def wait_for_video(self, time: Fraction, stopped: Callable[[], bool], lead: Fraction = Fraction(1)) -> None:
+        """Block until the video has got within ``lead`` seconds of ``time`` (or ended, or ``stopped()``).
+
+        A stream of another input is demuxed on its own thread; this keeps it from running ahead
+        of the video and piling up in the interleaver, as ffmpeg's reading of the input whose
+        output stream is furthest behind does.
+        """
+        with self._video_cond:
+            self._video_cond.wait_for(lambda: self._video_done or self.video_head is None or self._closed
+                                      or self.video_head >= time - lead or stopped())
+
+    def wake(self) -> None:
+        """Wake every :meth:`wait_for_video` (to re-check its ``stopped``)."""
+        with self._video_cond:
+            self._video_cond.notify_all()
+
     def _video_progress(self, end: Fraction | None) -> None:
         """The video reached ``end`` (s); None: it ended. Lets waiting side streams go on."""
         with self.lock:
@@ -484,6 +504,7 @@ class Sink:
                 self.video_head = end
             for side in self.sides:
                 side.on_video()
+            self._video_cond.notify_all()
 
     def _dropped_at_cut(self, index: int) -> None:
         side = self._order[index]
@@ -547,6 +568,8 @@ class Sink:
             if self.video_index is not None:
                 self._video_progress(None)
                 self._interleaver.end(self.video_index)
+            for hook in self.before_sides_end:
+                hook()  # the other inputs' demuxers finish feeding their streams
             if self.ready:
                 for side in self.sides:
                     side.end()
