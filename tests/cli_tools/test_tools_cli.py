@@ -127,8 +127,9 @@ def test_filter_complex_script_and_audio_map(clip: dict[str, str], ffmpeg: str, 
     script.write_text("[0:v]scale=64:-2[v]")
     tail = ["-map", "[v]", "-map", "0:a", "-t", "0.5", "-c:a", "pcm_s16le", "-f", "framemd5", "-"]
     ref = _ffmpeg(ffmpeg, ["-v", "error", "-i", clip["bigbuckbunny"], "-filter_complex", "[0:v]scale=64:-2[v]", *tail])
-    for opt in ("-filter_complex_script", "-/filter_complex"):
-        got = _avdnn(["-v", "error", "-i", clip["bigbuckbunny"], opt, str(script), *tail])
+    for opt, graph in (("-filter_complex_script", str(script)), ("-/filter_complex", str(script)),
+                       ("-lavfi", "[0:v]scale=64:-2[v]")):
+        got = _avdnn(["-v", "error", "-i", clip["bigbuckbunny"], opt, graph, *tail])
         assert got.returncode == 0, got.stderr
         assert _hashes(got.stdout) == _hashes(ref.stdout)
         assert any(ln.startswith(b"1,") for ln in _hashes(got.stdout))  # the audio is there
