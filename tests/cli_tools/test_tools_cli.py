@@ -125,7 +125,7 @@ def test_one_chain_filter_complex_gives_ffmpegs_framemd5(graph: str, clip: dict[
 def test_filter_complex_script_and_audio_map(clip: dict[str, str], ffmpeg: str, tmp_path: Path) -> None:
     script = tmp_path / "g.txt"
     script.write_text("[0:v]scale=64:-2[v]")
-    tail = ["-map", "[v]", "-map", "0:a", "-t", "0.5", "-c:a", "pcm_s16le", "-f", "framemd5", "-"]
+    tail = ["-map", "[v]", "-map", "0:a", "-t", "0.2", "-c:a", "pcm_s16le", "-f", "framemd5", "-"]
     ref = _ffmpeg(ffmpeg, ["-v", "error", "-i", clip["bigbuckbunny"], "-filter_complex", "[0:v]scale=64:-2[v]", *tail])
     for opt, graph in (("-filter_complex_script", str(script)), ("-/filter_complex", str(script)),
                        ("-lavfi", "[0:v]scale=64:-2[v]")):

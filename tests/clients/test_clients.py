@@ -148,7 +148,7 @@ def test_moviepy_writes_a_one_second_subclip_with_audio(exe: str, clip: dict[str
         from moviepy import VideoFileClip
         os.chdir({str(tmp_path)!r})  # moviepy writes its temporary audio file next to the script
         c = VideoFileClip({clip["bigbuckbunny"]!r})
-        c.subclipped(1, 2).write_videofile({str(target)!r}, logger=None)
+        c.subclipped(1, 2).write_videofile({str(target)!r}, logger=None, preset="ultrafast")
         c.close()
     """, {"FFMPEG_BINARY": exe})
     assert _frames(target) == 25
