@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any, BinaryIO, overload
 
 from .errors import InvalidArgumentError, NotSupportedError
+from .graph.complex import apply_complex, linear_graph
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions, build_sides, plan_metadata, select_streams
 
@@ -148,7 +149,7 @@ def run(
     ffmpeg maps them (``map=["0:v:0", "1:a:0"]``, or automatically) and go around the chain;
     the chain's video comes from ``input``.
     """
-    filters, map, stream_options = _complex(filter_complex, filters, map, stream_options)  # noqa: A001
+    filters, map, stream_options = apply_complex(filter_complex, filters, map, stream_options)  # noqa: A001
     start_us = _duration(start_time, "ss")
     rec_us = _duration(recording_time, "t")
     stop_us = _duration(stop_time, "to")
@@ -195,7 +196,10 @@ def run(
         sink.abort()
         raise
     if banner:
-        _banner_output(source, sink, filter_complex)
+        from .media.banner import announce_output
+
+        last = None if filter_complex is None else linear_graph(filter_complex).last_filter
+        announce_output(source, sink, last)
     try:
         pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
     except BaseException:
@@ -220,61 +224,6 @@ def dump_input(source: Source, index: int = 0) -> bool:
     from .media.banner import dump_format
 
     return dump_format(source.container, index, "pipe:" if source.url == "-" else source.url, output=False)
-
-
-def _banner_output(source: Source, sink: Sink, filter_complex: str | None) -> None:
-    """``Stream mapping:`` now, and ``Output #0`` once the muxer has its header (as ffmpeg prints them)."""
-    import sys
-
-    from .media.banner import dump_format, stream_mapping
-    from .media.sidepath import CopyPath
-
-    rows: list[tuple[int, int, str | None, str | None]] = []
-    video = source.video_stream
-    for i, side in enumerate(sink.stream_order):
-        if side is None:
-            if video is not None:
-                rows.append((video.index, i, video.codec_context.name, sink.codec_name))
-        else:
-            enc = None if isinstance(side, CopyPath) else getattr(side, "codec_name", None)
-            rows.append((side.stream.index, i, side.stream.codec_context.name if side.stream.codec_context else None,
-                         enc))
-    if filter_complex is not None:
-        from .graph.complex import linear_graph
-
-        chain = linear_graph(filter_complex).chain.rsplit(",", 1)[-1].split("=", 1)[0]
-    else:
-        chain = None
-    sys.stderr.write(stream_mapping(rows, complex_chain=chain) + "\n")
-    sink.on_header = lambda container: dump_format(container, 0, sink.name, output=True)
-
-
-def _complex(graph: str | None, filters: str, maps: Sequence[str] | None,
-             opts: StreamOptions | None) -> tuple[str, Sequence[str] | None, StreamOptions | None]:
-    """A one-chain ``-filter_complex`` becomes the video chain, its ``[label]`` map the input stream's."""
-    if graph is None:
-        return filters, maps, opts
-    from .graph.complex import linear_graph
-
-    if filters.strip():
-        raise InvalidArgumentError("-vf/-af/-filter and -filter_complex cannot be used together for the same "
-                                   "stream.", option="filter_complex")
-    lg = linear_graph(graph)
-    pad = None if lg.output_label is None else f"[{lg.output_label}]"
-
-    def rewrite(given: Sequence[str]) -> list[str]:
-        if pad is None:
-            return [lg.input_map, *given] if given else []
-        if pad not in given:
-            raise InvalidArgumentError(f"Filter '{lg.chain}' has output {pad} unconnected: map it with -map "
-                                       f"'{pad}'", option="filter_complex")
-        return [lg.input_map if m == pad else m for m in given]
-
-    if opts is not None and opts.maps:
-        opts.maps = rewrite(opts.maps)
-    else:
-        maps = rewrite(list(maps or []))
-    return lg.chain, maps, opts
 
 
 def _check_input_codecs(source: Source, names: dict[str, str]) -> None:

@@ -15,6 +15,7 @@ scheduler, which does not exist yet.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError, NotSupportedError
@@ -29,8 +30,9 @@ from .parse import (
     _skip_ws,
     format_chain,
 )
+from .plan import StreamOptions
 
-__all__ = ["LinearGraph", "linear_graph"]
+__all__ = ["LinearGraph", "apply_complex", "linear_graph"]
 
 #: an input pad naming an input file's stream: [0], [0:v], [0:v:0], [0:1]
 _INPUT_PAD = re.compile(r"^(?P<file>\d+)(?::(?P<type>[vVasdt]))?(?::(?P<index>\d+))?$")
@@ -47,6 +49,8 @@ class LinearGraph:
     chain: str
     #: the label of the graph's output pad (None: unlabeled, mapped to the output by default)
     output_label: str | None
+    #: the name of the chain's last filter (ffmpeg's "Stream mapping:" names the graph by it)
+    last_filter: str
 
 
 @dataclass
@@ -151,4 +155,34 @@ def linear_graph(text: str) -> LinearGraph:
         raise _refuse("a graph with chains not on the path from its input to its output")
     last = path[-1].outputs[0]
     label = None if last == _OPEN else last
-    return LinearGraph(input_map, format_chain([n.spec for n in path]), label)
+    return LinearGraph(input_map, format_chain([n.spec for n in path]), label, path[-1].spec.name)
+
+
+def apply_complex(graph: str | None, filters: str, maps: Sequence[str] | None,
+                  opts: StreamOptions | None) -> tuple[str, Sequence[str] | None, StreamOptions | None]:
+    """A one-chain ``-filter_complex`` becomes the video chain, its ``[label]`` map the input stream's.
+
+    Returns the chain and the maps (in ``opts`` when given there) with the label replaced; an
+    unlabeled output goes first among explicit maps, as ffmpeg binds it to the first output.
+    """
+    if graph is None:
+        return filters, maps, opts
+    if filters.strip():
+        raise InvalidArgumentError("-vf/-af/-filter and -filter_complex cannot be used together for the same "
+                                   "stream.", option="filter_complex")
+    lg = linear_graph(graph)
+    pad = None if lg.output_label is None else f"[{lg.output_label}]"
+
+    def rewrite(given: Sequence[str]) -> list[str]:
+        if pad is None:
+            return [lg.input_map, *given] if given else []
+        if pad not in given:
+            raise InvalidArgumentError(f"Filter '{lg.chain}' has output {pad} unconnected: map it with -map "
+                                       f"'{pad}'", option="filter_complex")
+        return [lg.input_map if m == pad else m for m in given]
+
+    if opts is not None and opts.maps:
+        opts.maps = rewrite(opts.maps)
+    else:
+        maps = rewrite(list(maps or []))
+    return lg.chain, maps, opts

@@ -24,7 +24,7 @@ from typing import Any
 
 from .libav import _find
 
-__all__ = ["dump_format", "version_header"]
+__all__ = ["announce_output", "dump_format", "stream_mapping", "version_header"]
 
 _AV_LOG_INFO = 32
 _PTR_OFFSET = 3 * ctypes.sizeof(ctypes.c_void_p)  # ob_refcnt, ob_type, __pyx_vtab
@@ -142,3 +142,22 @@ def stream_mapping(lines: list[tuple[int, int, str | None, str | None]], *, comp
             out.append(f"  Stream #0:{src} -> #0:{dst} ({_coder(dec or '', dec or '')} -> "
                        f"{_coder(enc_codec.canonical_name, enc)})")
     return "\n".join(out)
+
+
+def announce_output(source: Any, sink: Any, complex_last: str | None = None) -> None:
+    """``Stream mapping:`` now, and ``Output #0`` once ``sink``'s muxer has its header, as ffmpeg
+    prints them. ``complex_last`` names a -filter_complex graph's last filter."""
+    from .sidepath import CopyPath
+
+    rows: list[tuple[int, int, str | None, str | None]] = []
+    video = source.video_stream
+    for i, side in enumerate(sink.stream_order):
+        if side is None:
+            if video is not None:
+                rows.append((video.index, i, video.codec_context.name, sink.codec_name))
+        else:
+            enc = None if isinstance(side, CopyPath) else getattr(side, "codec_name", None)
+            ctx = side.stream.codec_context
+            rows.append((side.stream.index, i, ctx.name if ctx is not None else None, enc))
+    sys.stderr.write(stream_mapping(rows, complex_chain=complex_last) + "\n")
+    sink.on_header = lambda container: dump_format(container, 0, sink.name, output=True)
