@@ -185,7 +185,11 @@ def test_unknown_encoder() -> None:
 
 
 def test_no_output() -> None:
-    _fails(SRC, 234, "output")
+    """As ``ffmpeg -i FILE``: the input block, then ffmpeg's line, exit status 1 (tools probe this way)."""
+    res = run_cli(["-hide_banner", *SRC])
+    assert res.rc == 1, res.err
+    assert res.err.startswith("Input #0, lavfi, from 'testsrc=s=32x32:d=0.2':\n"), res.err
+    assert res.err.endswith("\nAt least one output file must be specified\n"), res.err
 
 
 def test_error_line_is_silenced_by_quiet() -> None:
@@ -272,10 +276,11 @@ def test_stats_line() -> None:
     assert progress[-1].startswith("frame=    5 ")
 
 
-def test_nostats_and_not_a_terminal_show_no_progress() -> None:
-    for flags in (["-nostats"], []):
-        res = run_cli(["-hide_banner", *flags, *SRC, *NULL])
-        assert res.rc == 0 and "frame=" not in res.err
+def test_nostats_shows_no_progress_and_the_default_does_as_ffmpeg() -> None:
+    res = run_cli(["-hide_banner", "-nostats", *SRC, *NULL])
+    assert res.rc == 0 and "frame=" not in res.err
+    res = run_cli(["-hide_banner", *SRC, *NULL])  # ffmpeg prints stats also when stderr is no terminal
+    assert res.rc == 0 and "frame=    5 " in res.err
 
 
 def test_summary_says_read_and_written() -> None:

@@ -17,7 +17,8 @@ from fractions import Fraction
 from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotSupportedError
+from .graph.complex import apply_complex, linear_graph
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions, build_sides, plan_metadata, select_streams
 from .graph.stats import RunStats
@@ -25,7 +26,7 @@ from .media.frame import Frame
 from .media.sink import Sink
 from .media.source import Source
 
-__all__ = ["FrameStream", "RunOptions", "StreamOptions", "keep_models", "open", "open_source", "run"]
+__all__ = ["FrameStream", "RunOptions", "StreamOptions", "dump_input", "keep_models", "open", "open_source", "run"]
 
 
 class FrameStream:
@@ -66,14 +67,16 @@ def open_source(
     input_format: str | None = None,
     input_options: dict[str, str] | None = None,
     source_options: dict[str, Any] | None = None,
+    video: bool = True,
 ) -> Source:
     """Open an input file, URL or (with ``input_format="lavfi"``) a lavfi source graph.
 
     ``source_options`` are :class:`Source`'s keywords: ``seek``, ``duration``, ``to``,
     ``itsoffset``, ``stream_loop``, ``realtime``, ``autorotate``, ``display_rotation``,
-    ``xerror``, ``max_error_rate``, ``threads`` ... (docs/media.md).
+    ``xerror``, ``max_error_rate``, ``threads`` ... (docs/media.md). ``video=False`` also opens
+    an input without video (an audio file for an audio-only output).
     """
-    return Source(input, format=input_format, options=input_options, **(source_options or {}))
+    return Source(input, format=input_format, options=input_options, video=video, **(source_options or {}))
 
 
 class RunOptions(TypedDict, total=False):
@@ -110,6 +113,10 @@ class RunOptions(TypedDict, total=False):
     stop_time: int | float | str | None
     format_options: dict[str, str] | None
     size: tuple[int, int] | str | None
+    filter_complex: str | None
+    input_codecs: dict[str, str] | None
+    banner: bool
+    more_inputs: list[tuple[str, str | None, dict[str, str]]] | None
 
 
 @overload
@@ -158,6 +165,10 @@ def run(
     stop_time: int | float | str | None = None,
     format_options: dict[str, str] | None = None,
     size: tuple[int, int] | str | None = None,
+    filter_complex: str | None = None,
+    input_codecs: dict[str, str] | None = None,
+    banner: bool = False,
+    more_inputs: Sequence[tuple[str, str | None, dict[str, str]]] = (),
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
 
@@ -174,9 +185,18 @@ def run(
     ``stream_options`` takes all of them (and per-stream specifiers) at once, as the CLI does.
     ``start_time``, ``recording_time`` and ``stop_time`` are the output's ``-ss``, ``-t`` and
     ``-to`` (seconds, or ffmpeg's duration text such as ``"00:01:02.5"``).
+    ``filter_complex`` takes a ``-filter_complex`` graph that is one linear chain (what
+    ffmpeg-python writes; its output label is mapped with ``map=["[label]"]``) in place of
+    ``filters``. ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
+    against the streams' own decoders.
+    ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
+    ``more_inputs`` are inputs 1, 2, ... as (url, format, options): their streams are mapped as
+    ffmpeg maps them (``map=["0:v:0", "1:a:0"]``, or automatically) and go around the chain;
+    the chain's video comes from ``input``.
     """
     from .media.timing import parse_time
 
+    filters, map, stream_options = apply_complex(filter_complex, filters, map, stream_options)  # noqa: A001
     start_us = parse_time(start_time, "ss")
     rec_us = parse_time(recording_time, "t")
     stop_us = parse_time(stop_time, "to")
@@ -186,8 +206,11 @@ def run(
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
     rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
     source = open_source(input, input_format=input_format, input_options=input_options,
-                         source_options=source_options)
+                         source_options=source_options, video=output is None)
     try:
+        _check_input_codecs(source, input_codecs or {})
+        if banner:
+            dump_input(source)
         if output is None:
             pipeline = Pipeline(source, filters, max_frames=frames)
             stream = FrameStream(pipeline)
@@ -206,19 +229,59 @@ def run(
     except BaseException:
         source.close()
         raise
+    others: list[Source] = []
+    companions: list[Any] = []
     try:
-        _plan(source, sink, opts, filters, bitexact=sink.bitexact)
+        for k, (url, fmt, options) in enumerate(more_inputs, start=1):
+            others.append(open_source(url, input_format=fmt, input_options=options, video=False))
+            if banner:
+                dump_input(others[-1], k)
+        companions = _plan(source, sink, opts, filters, bitexact=sink.bitexact, others=others)
     except BaseException:
+        for other in others:
+            other.close()
         source.close()
         sink.abort()
         raise
+    if banner:
+        from .media.banner import announce_output
+
+        last = None if filter_complex is None else linear_graph(filter_complex).last_filter
+        announce_output(source, sink, last)
     try:
         pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
     except BaseException:
+        for other in others:
+            other.close()
         source.close()
         sink.abort()
         raise
-    return pipeline.run(progress)
+    try:
+        for companion in companions:
+            companion.start()
+        return pipeline.run(progress)
+    finally:
+        for companion in companions:
+            companion.close()
+        for other in others:
+            other.close()
+
+
+def dump_input(source: Source, index: int = 0) -> bool:
+    """ffmpeg's ``Input #index, FORMAT, from 'URL':`` block of an open source, on stderr."""
+    from .media.banner import dump_format
+
+    return dump_format(source.container, index, "pipe:" if source.url == "-" else source.url, output=False)
+
+
+def _check_input_codecs(source: Source, names: dict[str, str]) -> None:
+    """The input's ``-c:v``/``-c:a``: avdnn decodes with each stream's own decoder, so it must be that one."""
+    for kind, name in names.items():
+        stream = next((s for s in source.streams if s.type == kind), None)
+        have = stream.codec_context.name if stream is not None and stream.codec_context is not None else "none"
+        if have != name:
+            raise NotSupportedError(f"input -c:{kind[0]} {name}: avdnn decodes the stream with its own decoder "
+                                    f"({have}); forcing another decoder is not supported yet", option=f"c:{kind[0]}")
 
 
 def _check_output_options(*, rate: Fraction | float | str | None, fps_mode: str, pix_fmt: str | None,
@@ -271,10 +334,16 @@ def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, v
     return opts
 
 
-def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool) -> None:
-    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to source and sink."""
+def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool,
+          others: Sequence[Source] = ()) -> list[Any]:
+    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to source and sink.
+
+    Returns the demuxers of the other inputs that feed some of the output's streams (not started).
+    """
     defaults = {kind: sink.default_codec(kind) for kind in ("video", "audio", "subtitle")}
-    streams = select_streams(list(source.streams), opts, defaults=defaults)
+    files = {id(s): (k, src.offset) for k, src in enumerate([source, *others]) for s in src.streams}
+    streams = select_streams(list(source.streams), opts, defaults=defaults,
+                             more_files=[list(o.streams) for o in others])
     chain_given = bool(filters.strip())
     video = next((s for s in streams if s.type == "video"), None)
     if video is not None and opts.lookup(opts.codecs, "video", 0) == "copy" and not (
@@ -286,15 +355,23 @@ def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bite
     if video is None and chain_given:
         raise InvalidArgumentError("a filter chain (-vf) was given but the output has no video stream to filter",
                                    option="vf")
+    if video is not None and files[id(video)][0] != 0:
+        raise NotSupportedError(f"the video of input #{files[id(video)][0]}: the chain's video comes from the "
+                                "first input in this version (map its video first: -map 0:v)", option="map")
     source.use_video(None if video is None else video.index)
     sides = build_sides(streams, opts, video_stream=video, offset=source.offset, bitexact=bitexact,
-                        defaults=defaults, chain_given=chain_given, input_trim=source.input_trim)
+                        defaults=defaults, chain_given=chain_given, input_trim=source.input_trim,
+                        file_of=lambda s: files[id(s)])
     if sink.muxer_name not in ("md5", "framemd5", "hash", "framehash", "crc", "framecrc"):
         sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
             streams, sides, opts, container=source.container, global_tags=sink.metadata,
             bitexact=sink.bitexact, video_encoder=None if video is None else sink.codec_name)
     sink.display_matrix = lambda: source.output_display_matrix
     sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
+    from .media.companion import CompanionInput
+
+    return [CompanionInput(other, [s for s in sides if s.input_file == k], sink)
+            for k, other in enumerate(others, start=1) if any(s.input_file == k for s in sides)]
 
 
 def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()

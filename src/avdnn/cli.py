@@ -76,10 +76,26 @@ class Args:
     stop_time: str | None = None
     size: tuple[int, int] | None = None
     output: str | None = None
+    #: ffmpeg's listing asked for (-encoders, -codecs, -formats, ...), see help.listing_text
+    listing: str | None = None
+    #: -progress URL and -stats_period seconds
+    progress: str | None = None
+    stats_period: float = 0.5
+    filter_complex: str | None = None
+    #: inputs 1, 2, ...: (url, -f, options before their -i)
+    more_inputs: list[tuple[str, str | None, dict[str, str]]] = field(default_factory=list)
+    #: -c:v / -vcodec, -c:a / -acodec before -i, by media type
+    input_codecs: dict[str, str] = field(default_factory=dict)
 
 
 #: ffmpeg's boolean options (``-an``; ``-noNAME`` negates), by where they apply.
-_GLOBAL_BOOLS = {"y", "n", "hide_banner", "stats", "filters", "version", "stdin"}
+_LISTINGS = {"encoders", "decoders", "codecs", "formats", "muxers", "demuxers", "pix_fmts", "protocols"}
+_GLOBAL_BOOLS = {"y", "n", "hide_banner", "stats", "filters", "version", "stdin", *_LISTINGS}
+#: Global options of fftools for the tools that drive ffmpeg (issue 16).
+_TOOL_VALUES = {"progress", "stats_period", "filter_complex", "lavfi", "filter_complex_script", "/filter_complex"}
+#: Input options that are demuxer AVOptions under another name, as ffmpeg_demux.c passes them.
+_INPUT_ALIASES = {"s": "video_size", "r": "framerate", "pix_fmt": "pixel_format", "ar": "sample_rate",
+                  "ac": "ch_layout"}
 _FILE_BOOLS = {"bitexact", "vn", "an", "sn", "dn"}
 #: Options that take a value and are avdnn's own (ffmpeg_opt.c names); the rest are AVOptions.
 _GLOBAL_VALUES = {"loglevel", "v"}
@@ -107,6 +123,8 @@ def parse_args(argv: Sequence[str]) -> Args:
     pending_in: dict[str, str] = {}
     pending_src: dict[str, Any] = {}
     i = 0
+    # options before the last -i belong to the inputs (ffmpeg: to the next -i), after it to the output
+    last_input = max((k for k, tok in enumerate(argv[:-1]) if tok == "-i"), default=-1)
 
     def value(opt: str) -> str:
         nonlocal i
@@ -127,26 +145,38 @@ def parse_args(argv: Sequence[str]) -> Args:
             _global_flag(a, negated or name, on=negated is None)
         elif name in _GLOBAL_VALUES:
             a.loglevel = _loglevel(value(tok))
+        elif name in _TOOL_VALUES:
+            _tool_option(a, name, value(tok))
         elif name in ("h", "help", "-help", "?"):
             a.help_topic = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else ""
             i += 1 if a.help_topic else 0
         elif name == "i":
-            if a.input is not None:
-                raise InvalidArgumentError("avdnn takes one input (-i)")
-            a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
-            a.source_options.update(pending_src)
+            if a.input is not None:  # a second input: its streams go around the chain (moviepy's audio)
+                if pending_src:
+                    raise NotSupportedError(f"input options {', '.join(sorted(pending_src))} on a second input "
+                                            "are not supported yet (they apply to the first input)", option="i")
+                a.more_inputs.append((value(tok), pending_fmt, pending_in))
+            else:
+                a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
+                a.source_options.update(pending_src)
             pending_fmt, pending_in, pending_src = None, {}, {}
-        elif tok in _SOURCE_GLOBAL or (a.input is None and tok in _SOURCE_INPUT):
+        elif tok in _SOURCE_GLOBAL or ((a.input is None or i < last_input) and tok in _SOURCE_INPUT):
             _source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok, value)
         elif a.output is not None:
             # after the output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
             raise InvalidArgumentError(f"Trailing option(s) found in the command line: {tok} "
                                        f"(options go before the output they apply to)", option=tok[1:])
-        elif a.input is None:
+        elif a.input is None or i < last_input:
             if name == "f":
                 pending_fmt = value(tok)
             elif name in _FILE_BOOLS or negated in _FILE_BOOLS:
                 pass  # -bitexact / -an before -i: decoder-side flags with no effect on decoding here
+            elif name in _INPUT_ALIASES and spec in ("", "v", "a"):
+                val = value(tok)  # -ac N: the demuxer's ch_layout, N channels in the default order
+                pending_in[_INPUT_ALIASES[name]] = _default_layout(val) if name == "ac" else val
+            elif (name in ("c", "codec") and spec in ("v", "v:0", "a", "a:0")) or name in ("vcodec", "acodec"):
+                kind = "audio" if name == "acodec" or spec.startswith("a") else "video"
+                a.input_codecs[kind] = value(tok)
             else:
                 _check_av_option(tok)
                 pending_in[tok[1:]] = value(tok)  # demuxer and decoder options: -framerate, -video_size, ...
@@ -176,6 +206,41 @@ def _global_flag(a: Args, name: str, *, on: bool) -> None:
         a.list_filters = True
     elif name == "version":
         a.show_version = True
+    elif name in _LISTINGS:
+        a.listing = name
+
+
+def _default_layout(channels: str) -> str:
+    """ffmpeg's guess for N channels of a raw input (av_channel_layout_default): 2 is stereo."""
+    if not channels.isdigit():
+        return channels
+    from .media.libav import default_channel_layout
+
+    return default_channel_layout(int(channels))
+
+
+def _tool_option(a: Args, name: str, val: str) -> None:
+    """-progress, -stats_period, -filter_complex / -lavfi and their FILE forms."""
+    if name == "progress":
+        a.progress = val
+    elif name == "stats_period":
+        from .media.values import parse_duration
+
+        a.stats_period = parse_duration(val, "stats_period") / 1_000_000
+        if a.stats_period <= 0:
+            raise InvalidArgumentError(f"Invalid stats_period value: {val}", option="stats_period")
+    else:
+        if name in ("filter_complex_script", "/filter_complex"):
+            try:
+                with open(val, encoding="utf-8") as fh:
+                    val = fh.read()
+            except OSError as exc:
+                from .errors import from_av_error
+
+                raise from_av_error(exc, file=val) from exc
+        if a.filter_complex is not None:
+            raise NotSupportedError("several -filter_complex graphs are not supported yet", option=name)
+        a.filter_complex = val
 
 
 def _check_av_option(tok: str) -> str:
@@ -300,7 +365,8 @@ def run_kwargs(args: Args) -> RunOptions:
         "format_options": args.format_options,
         "fps_mode": args.fps_mode, "stream_options": args.streams, "metadata": args.metadata or None,
         "start_time": args.start_time, "recording_time": args.recording_time, "stop_time": args.stop_time,
-        "size": args.size,
+        "size": args.size, "filter_complex": args.filter_complex, "input_codecs": args.input_codecs or None,
+        "more_inputs": args.more_inputs,
     }
 
 
@@ -332,8 +398,9 @@ class Progress:
         t = frame.time if frame is not None and frame.time is not None else 0.0
         hh, rem = divmod(max(t, 0.0), 3600)
         mm, ss = divmod(rem, 60)
-        fps = stats.frames_written / elapsed
-        self.stream.write(f"frame={stats.frames_written:5d} fps={fps:5.3g} time={int(hh):02d}:{int(mm):02d}:"
+        frames = stats.frames_written or sum(s.packets_written for s in stats.streams if s.media_type == "video")
+        fps = frames / elapsed
+        self.stream.write(f"frame={frames:5d} fps={fps:5.3g} time={int(hh):02d}:{int(mm):02d}:"
                           f"{ss:05.2f} speed={t / elapsed:5.3g}x elapsed={elapsed:.2f}s"
                           + ("\n" if final else "\r"))
         self.stream.flush()
@@ -366,6 +433,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.show_version:
             sys.stdout.write(_banner() + "\n")
             return 0
+        if args.listing is not None:
+            from .help import listing_text
+
+            sys.stdout.write(listing_text(args.listing))
+            return 0
         if args.help_topic is not None:
             from .help import help_text
 
@@ -379,7 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.input is None:
             raise InvalidArgumentError("No input specified: use -i INPUT (see avdnn -h)")
         if args.output is None:
-            raise InvalidArgumentError("At least one output file must be specified")
+            return _probe(args, level)
         return _run(args, level)
     except AvdnnError as exc:
         if not _quiet(argv):
@@ -447,23 +519,46 @@ def exit_status(code: int) -> int:
     return (code & 0xFF) or 1
 
 
+def _probe(args: Args, level: int) -> int:
+    """``ffmpeg -i FILE`` without an output: the input block, then ffmpeg's error (exit 1)."""
+    from . import api
+
+    with api.open_source(args.input or "", input_format=args.input_format, input_options=args.input_options,
+                         video=False) as source:
+        if level <= logging.INFO:
+            api.dump_input(source)
+    if level <= logging.CRITICAL:
+        sys.stderr.write("At least one output file must be specified\n")
+    return 1
+
+
 def _run(args: Args, level: int) -> int:
     from . import api
 
-    show = args.stats if args.stats is not None else sys.stderr.isatty()
+    show = args.stats is not False  # ffmpeg's -stats is on by default (tools parse its frame= line)
     progress = Progress(sys.stderr) if show and level <= logging.INFO else None
     last: list[Any] = [None]
+    machine: Any = None
+    if args.progress is not None:
+        from .progress import ProgressWriter
+
+        machine = ProgressWriter(args.progress, period=args.stats_period, output=args.output)
 
     def on_frame(stats: Any, frame: Any) -> None:
         last[0] = frame
         if progress is not None:
             progress(stats, frame)
+        if machine is not None:
+            machine(stats, frame)
 
     try:
         assert args.output is not None  # main() refused a command line without one
         options = run_kwargs(args)
         options["progress"] = on_frame
-        stats = api.run(args.input or "", args.filters, output=args.output, **options)
+        stats = api.run(args.input or "", args.filters, output=args.output, banner=level <= logging.INFO, **options)
+        if machine is not None:
+            machine(stats, last[0], final=True)
+            machine.close()
     except AvdnnError as exc:
         failed = getattr(exc, "stats", None)
         if failed is None:
@@ -524,10 +619,7 @@ def _setup_logging(level: int) -> None:
 
 
 def _banner() -> str:
-    import av
-
     from . import __version__
+    from .media.banner import version_header
 
-    libs = av.library_versions
-    lavf = ".".join(str(x) for x in libs.get("libavfilter", ()))
-    return f"avdnn version {__version__} (PyAV {av.__version__}, libavfilter {lavf})"
+    return version_header("avdnn", __version__)

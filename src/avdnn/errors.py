@@ -264,6 +264,8 @@ def from_errno(err: int, message: str | None = None, **context: Any) -> AvdnnErr
 
 def from_av_error(exc: BaseException, **context: Any) -> AvdnnError:
     """Translate a PyAV ``av.error.FFmpegError`` (or an OSError) into avdnn's tree."""
+    if isinstance(exc, AvdnnError):  # ours already (our leaves are OSErrors too): keep its code
+        return exc
     err = getattr(exc, "errno", None)
     text = getattr(exc, "strerror", None) or str(exc)
     filename = getattr(exc, "filename", None)

@@ -109,3 +109,18 @@ def filters_text() -> str:
     for name in sorted(set(av.filter.filters_available) - set(list_filters())):
         lines.append(f" L {name}")
     return "\n".join(lines) + "\n"
+
+
+def listing_text(name: str) -> str:
+    """ffmpeg's ``-encoders``, ``-decoders``, ``-codecs``, ``-formats``, ``-muxers``, ``-demuxers``,
+    ``-pix_fmts`` and ``-protocols``, from the FFmpeg PyAV loaded (media.listings)."""
+    from .media import listings
+
+    table = {
+        "encoders": lambda: listings.coders_text(True), "decoders": lambda: listings.coders_text(False),
+        "codecs": listings.codecs_text, "formats": listings.formats_text,
+        "muxers": lambda: listings.formats_text(demuxers=False),
+        "demuxers": lambda: listings.formats_text(muxers=False),
+        "pix_fmts": listings.pix_fmts_text, "protocols": listings.protocols_text,
+    }
+    return table[name]()

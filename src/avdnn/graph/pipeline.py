@@ -61,8 +61,11 @@ class Pipeline:
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
         for side in sink.sides if sink is not None else ():
             # streams around the chain: fed by the demuxer that reads the video, on its thread
-            # (registered before anything reads the input: autorotation decodes a frame ahead)
-            source.attach_side(side.in_index, side.packet, side.end, side.loop, decodes_audio=side.decodes_audio)
+            # (registered before anything reads the input: autorotation decodes a frame ahead; the
+            # streams of other inputs are fed by their own demuxers, see api)
+            if side.input_file == 0:
+                source.attach_side(side.in_index, side.packet, side.end, side.loop,
+                                   decodes_audio=side.decodes_audio)
             self.stats.streams.append(side.stats)
         self._in_rate = source.info.frame_rate if source.video else None
         self._closed = False

@@ -21,6 +21,7 @@ when mapped; one video stream per output goes through the chain (others only wit
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,15 +129,21 @@ class OutputPlan:
 
 
 def select_streams(streams: list[Any], opts: StreamOptions, *, defaults: dict[str, str | None],
-                   accepts: Any = None) -> list[Any]:
-    """The input streams an output takes, in output order (ffmpeg's -map / automatic selection)."""
+                   accepts: Any = None, more_files: Sequence[list[Any]] = ()) -> list[Any]:
+    """The input streams an output takes, in output order (ffmpeg's -map / automatic selection).
+
+    ``streams`` are input 0's; ``more_files`` the streams of inputs 1, 2, ... (``-map 1:a``; the
+    automatic selection looks at every input, the first best winning, as ffmpeg's does).
+    """
+    files = [streams, *more_files]
     chosen: list[Any] = []
     if opts.maps:
         parsed = [StreamMap.parse(m) for m in opts.maps]
         for smap in parsed:
-            if smap.file != 0:
+            if smap.file >= len(files):
                 raise InvalidArgumentError(f"Invalid input file index: {smap.file}.", option="map")
-            hits = [s for s in streams if smap.matches(streams, s)]
+            own = files[smap.file]
+            hits = [s for s in own if smap.matches(own, s)]
             if smap.negative:
                 chosen = [s for s in chosen if s not in hits]
                 continue
@@ -145,6 +152,7 @@ def select_streams(streams: list[Any], opts: StreamOptions, *, defaults: dict[st
                                            "add a trailing '?' to the map.", option="map")
             chosen += hits
     else:
+        streams = [s for file in files for s in file]
         if defaults.get("video") and not opts.vn:
             best = _best(streams, "video", lambda s: s.codec_context.width * s.codec_context.height
                          if s.codec_context is not None else 0)
@@ -202,9 +210,16 @@ def _auto_subtitle(streams: list[Any], muxer_codec: str | None, opts: StreamOpti
 
 def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, offset: Any, bitexact: bool,
                 defaults: dict[str, str | None], chain_given: bool,
-                input_trim: tuple[int | None, int | None] = (None, None)) -> list[SidePath]:
-    """One path per output stream other than the chain's video, in output order."""
+                input_trim: tuple[int | None, int | None] = (None, None),
+                file_of: Callable[[Any], tuple[int, Any]] | None = None) -> list[SidePath]:
+    """One path per output stream other than the chain's video, in output order.
+
+    ``file_of`` gives a stream's input file index and timestamp offset when there are several
+    inputs (default: input 0 and ``offset``); each path records its ``input_file``.
+    ``input_trim`` is input 0's own trim (its -ss with accurate seek, -t/-to).
+    """
     sides: list[SidePath] = []
+    base_offset = offset
     counts: dict[str, int] = {}
     for out_index, stream in enumerate(streams):
         nth = counts.get(stream.type, 0)
@@ -216,7 +231,9 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
                                            "video stream. Filtering and streamcopy cannot be used together.",
                                            option="c:v")
             continue
-        label = f"0:{stream.index} {stream.type}"
+        file_index, offset = file_of(stream) if file_of is not None else (0, base_offset)
+        label = f"{file_index}:{stream.index} {stream.type}"
+        trim = input_trim if file_index == 0 else (None, None)
         if stream.type == "subtitle" and codec != "copy":
             codec = codec or defaults.get("subtitle")
             if not codec:
@@ -224,10 +241,10 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
                                     "subtitle encoder; choose one with -c:s", code=AVERROR_ENCODER_NOT_FOUND,
                                     option="c:s")
             sides.append(SubtitleEncodePath(stream, out_index, codec=codec, offset=offset, label=label,
-                                            input_trim=input_trim))
+                                            input_trim=trim))
             continue
         if stream.type in ("data", "attachment") or codec == "copy":
-            sides.append(CopyPath(stream, out_index, offset=offset, label=label, input_trim=input_trim))
+            sides.append(CopyPath(stream, out_index, offset=offset, label=label, input_trim=trim))
             continue
         if stream.type == "video":
             raise NotSupportedError(f"a second video stream (0:{stream.index}) can only be copied (-c:v copy) "
@@ -242,10 +259,12 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
             return None if text is None else _number(text, name)
 
         sides.append(AudioEncodePath(
-            stream, out_index, codec=codec, offset=offset, label=label, bitexact=bitexact, input_trim=input_trim,
+            stream, out_index, codec=codec, offset=offset, label=label, bitexact=bitexact, input_trim=trim,
             bit_rate=num("b"), sample_rate=num("ar"), channels=num("ac"),
             filters=_parse_audio_chain(opts.audio_filters), filters_text=opts.audio_filters,
         ))
+    for side in sides:
+        side.input_file = file_of(side.stream)[0] if file_of is not None else 0
     return sides
 
 

@@ -32,6 +32,8 @@ __all__ = [
     "FilterInfo",
     "OptionInfo",
     "av_option_owner",
+    "best_pix_fmt",
+    "default_channel_layout",
     "encoder_channel_layouts",
     "encoder_color_ranges",
     "filter_description",
@@ -55,6 +57,10 @@ class _Rational(ctypes.Structure):
 class _ChLayout(ctypes.Structure):  # libavutil/channel_layout.h AVChannelLayout
     _fields_ = [("order", ctypes.c_int), ("nb_channels", ctypes.c_int), ("mask", ctypes.c_uint64),
                 ("opaque", _P)]
+
+
+class _PixDescHead(ctypes.Structure):  # libavutil/pixdesc.h AVPixFmtDescriptor, name and nb_components
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_uint8)]
 
 
 class _AVOption(ctypes.Structure):  # libavutil/opt.h
@@ -124,6 +130,10 @@ def _load() -> tuple[ctypes.CDLL, ctypes.CDLL]:
             c_int, c_char_p = ctypes.c_int, ctypes.c_char_p
             _fn(avu, "av_strerror", c_int, c_int, c_char_p, ctypes.c_size_t)
             _fn(avu, "av_get_pix_fmt_name", c_char_p, c_int)
+            _fn(avu, "av_get_pix_fmt", c_int, c_char_p)
+            # the descriptor's first fields: name (char *), nb_components (uint8_t)
+            _fn(avu, "av_pix_fmt_desc_get", ctypes.POINTER(_PixDescHead), c_int)
+            _fn(avu, "av_find_best_pix_fmt_of_2", c_int, c_int, c_int, c_int, c_int, ctypes.POINTER(c_int))
             _fn(avu, "av_opt_next", ctypes.POINTER(_AVOption), _P, ctypes.POINTER(_AVOption))
             _fn(avu, "av_opt_child_class_iterate", _P, _P, ctypes.POINTER(_P))
             _fn(avu, "av_opt_set_int", c_int, _P, c_char_p, ctypes.c_int64, c_int)
@@ -143,6 +153,7 @@ def _load() -> tuple[ctypes.CDLL, ctypes.CDLL]:
             _fn(avu, "av_get_sample_fmt_name", c_char_p, c_int)
             _fn(avu, "av_channel_layout_describe", c_int, ctypes.POINTER(_ChLayout), c_char_p, ctypes.c_size_t)
             _fn(avu, "av_channel_layout_uninit", None, ctypes.POINTER(_ChLayout))
+            _fn(avu, "av_channel_layout_default", None, ctypes.POINTER(_ChLayout), c_int)
             _libs = (avu, avf)
         return _libs
 
@@ -530,3 +541,32 @@ def encoder_color_ranges(name: str) -> list[str] | None:
     values = ctypes.cast(out, ctypes.POINTER(ctypes.c_int))
     ranges = [_COLOR_RANGES[values[i]] for i in range(count.value) if values[i] in _COLOR_RANGES]
     return ranges or None
+
+
+def best_pix_fmt(candidates: list[str], target: str) -> str:
+    """The candidate losing least against ``target``: ffmpeg's choose_pixel_fmt for an encoder
+    that does not take the requested -pix_fmt (av_find_best_pix_fmt_of_2 over its list, with
+    alpha wanted when the target has an even number of components, as ffmpeg's FIXME says)."""
+    avu, _ = _load()
+    ids = {}
+    for name in (target, *candidates):
+        ids[name] = avu.av_get_pix_fmt(name.encode())
+    src = ids[target]
+    desc = avu.av_pix_fmt_desc_get(src)
+    has_alpha = int(bool(desc) and desc.contents.value % 2 == 0)
+    best = -1
+    for name in candidates:
+        best = avu.av_find_best_pix_fmt_of_2(best, ids[name], src, has_alpha, None)
+    name_of = avu.av_get_pix_fmt_name(best)
+    return name_of.decode() if name_of else candidates[0]
+
+
+def default_channel_layout(channels: int) -> str:
+    """av_channel_layout_default's name for N channels (2: stereo), as ffmpeg guesses a raw input's."""
+    avu, _ = _load()
+    layout = _ChLayout()
+    avu.av_channel_layout_default(ctypes.byref(layout), channels)
+    buf = ctypes.create_string_buffer(128)
+    avu.av_channel_layout_describe(ctypes.byref(layout), buf, len(buf))
+    avu.av_channel_layout_uninit(ctypes.byref(layout))
+    return buf.value.decode()

@@ -91,6 +91,8 @@ class SidePath:
         #: The input's own trim (-ss with accurate seek, -t/-to), in microseconds: (start, duration).
         self.input_trim = input_trim
         self.in_index: int = stream.index
+        #: The input file the stream comes from (its demuxer feeds the path).
+        self.input_file = 0
         self.out_index = out_index
         #: Seconds added to every timestamp (minus the input start time, plus -itsoffset).
         self.offset = offset
@@ -254,6 +256,8 @@ class AudioEncodePath(SidePath):
         text = ",".join(part for part in (filters_text, f"aformat={fmt}" if fmt else "") if part)
         from .libav import probe_audio_chain
 
+        if self._dec.layout.name.endswith(" channels"):  # unspecified order: ffmpeg's guess_input_channel_layout
+            self._dec.layout = default_layout(self._dec.channels)
         self.info = probe_audio_chain(text, sample_fmt=self._dec.format.name, sample_rate=self._dec.sample_rate,
                                       layout=self._dec.layout.name)
         self.time_base = Fraction(1, self.info.sample_rate)

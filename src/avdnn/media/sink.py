@@ -12,6 +12,7 @@ its encoder and writes its trailer, so the file is valid with the frames before 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -99,6 +100,10 @@ class Sink:
         self.display_matrix: Callable[[], Sequence[int] | None] | None = None
         self._hash: HashMuxer | None = None
         self._container: Any = None
+        #: Called with the PyAV container once its header is written (ffmpeg's ``Output #0`` dump).
+        self.on_header: Callable[[Any], object] | None = None
+        #: Called at close once the video has ended, before the side streams end.
+        self.before_sides_end: list[Callable[[], None]] = []
         self.set_streams((), 0)  # replaced below; set so that abort() works at any point
         self.name = "pipe:" if target == "-" else target if isinstance(target, str) else "<file>"
         self.pix_fmt = pix_fmt
@@ -121,13 +126,19 @@ class Sink:
         self._durations: dict[int, int] = {}
         self._closed = False
         self._file: Any = None
-        if isinstance(target, str) and target != "-":
+        pipe = isinstance(target, str) and (target == "-" or target.startswith("pipe:"))
+        if isinstance(target, str) and not pipe:
             self._check_path(target, overwrite)
+        # "-" is Python's stdout (where an embedding program or a test captures it); pipe:N is
+        # libavformat's pipe protocol on that descriptor, as ffmpeg opens it
         file: Any = sys.stdout.buffer if target == "-" else target
-        if target == "-" and format is None:
-            raise InvalidArgumentError("Unable to choose an output format for 'pipe:'; use -f", file="pipe:")
+        if pipe and format is None:
+            raise InvalidArgumentError(f"Unable to choose an output format for '{self.name}'; use -f", file=self.name)
         if format in HASH_MUXERS:
-            if isinstance(file, str):
+            if pipe and isinstance(target, str) and target != "-":
+                fd = int(target[5:] or 1)
+                self._file = file = open(fd, "wb", closefd=False)  # noqa: SIM115 - closed in close()
+            elif isinstance(file, str):
                 try:
                     self._file = file = open(file, "wb")  # noqa: SIM115 - closed in close()
                 except OSError as exc:
@@ -159,6 +170,7 @@ class Sink:
         except (av.FFmpegError, ValueError) as exc:
             self.abort()
             raise NotFoundError(f"Unknown encoder '{self.codec_name}'", file=self.name) from exc
+        self._choose_pix_fmt()
         #: Metadata of the output's streams by output index, and chapters (set by the run plan).
         self.stream_metadata: dict[int, dict[str, str]] = {}
         self.chapters: list[Any] = []
@@ -179,6 +191,8 @@ class Sink:
         self._interleaver = Interleaver(n, self._write_packet, on_drop=self._dropped_at_cut)
         #: Held by every thread that encodes or muxes into this output.
         self.lock: threading.RLock = self._interleaver._lock
+        #: Notified whenever the video advances (streams of other inputs pace themselves on it).
+        self._video_cond = threading.Condition(self.lock)
         self.ready = False
         self._out_streams: list[Any] = [None] * n
         self._hash_tbs: list[Fraction] = [Fraction(1)] * n
@@ -193,6 +207,11 @@ class Sink:
             except BaseException:
                 self.abort()
                 raise
+
+    @property
+    def stream_order(self) -> list[SidePath | None]:
+        """The output's streams in order: a side path, or None for the chain's video."""
+        return list(self._order)
 
     def _write_metadata(self) -> None:
         """Global and per-stream metadata and chapters, as the plan decided (ffmpeg's -map_metadata)."""
@@ -248,6 +267,19 @@ class Sink:
         if self.start_time is not None:
             args.append(f"starti={self.start_time}us")
         return ("atrim" if audio else "trim", ":".join(args)) if args else None
+
+    def _choose_pix_fmt(self) -> None:
+        """A -pix_fmt the encoder does not take becomes its closest one, with ffmpeg's warning
+        (moviepy asks libx264 for yuva420p)."""
+        names = [f.name for f in self._codec.video_formats or ()]
+        if self.pix_fmt is None or not names or self.pix_fmt in names:
+            return
+        from .libav import best_pix_fmt
+
+        best = best_pix_fmt(names, self.pix_fmt)
+        logging.getLogger("avdnn").warning("Incompatible pixel format '%s' for codec '%s', auto-selecting format "
+                                           "'%s'", self.pix_fmt, self.codec_name, best)
+        self.pix_fmt = best
 
     def accepted_pix_fmts(self) -> list[str] | None:
         """Pixel formats the encoder takes (the ffmpeg CLI appends format= with these); None: any."""
@@ -345,6 +377,8 @@ class Sink:
         else:
             self._write_metadata()
             self._container.start_encoding()
+            if self.on_header is not None:
+                self.on_header(self._container)
         self.ready = True
         self._interleaver.start()
         for side in self.sides:
@@ -452,6 +486,22 @@ class Sink:
             return False
         return self.video_head < end
 
+    def wait_for_video(self, time: Fraction, stopped: Callable[[], bool], lead: Fraction = Fraction(1)) -> None:
+        """Block until the video has got within ``lead`` seconds of ``time`` (or ended, or ``stopped()``).
+
+        A stream of another input is demuxed on its own thread; this keeps it from running ahead
+        of the video and piling up in the interleaver, as ffmpeg's reading of the input whose
+        output stream is furthest behind does.
+        """
+        with self._video_cond:
+            self._video_cond.wait_for(lambda: self._video_done or self.video_head is None or self._closed
+                                      or self.video_head >= time - lead or stopped())
+
+    def wake(self) -> None:
+        """Wake every :meth:`wait_for_video` (to re-check its ``stopped``)."""
+        with self._video_cond:
+            self._video_cond.notify_all()
+
     def _video_progress(self, end: Fraction | None) -> None:
         """The video reached ``end`` (s); None: it ended. Lets waiting side streams go on."""
         with self.lock:
@@ -461,6 +511,7 @@ class Sink:
                 self.video_head = end
             for side in self.sides:
                 side.on_video()
+            self._video_cond.notify_all()
 
     def _dropped_at_cut(self, index: int) -> None:
         side = self._order[index]
@@ -524,6 +575,8 @@ class Sink:
             if self.video_index is not None:
                 self._video_progress(None)
                 self._interleaver.end(self.video_index)
+            for hook in self.before_sides_end:
+                hook()  # the other inputs' demuxers finish feeding their streams
             if self.ready:
                 for side in self.sides:
                     side.end()

@@ -110,7 +110,9 @@ class Source:
             raise InvalidArgumentError(f"max_error_rate {max_error_rate} out of range [0 - 1]",
                                        option="max_error_rate")
         check_readrate(readrate, readrate_initial_burst)
-        if format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
+        if url == "-" or url.startswith("pipe:"):  # ffmpeg's stdin alias; libavformat opens pipe:N itself
+            url = "pipe:" if url == "-" else url
+        elif format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
             raise NotFoundError("No such file or directory", file=url)
         try:
             self._container: Any = av.open(url, "r", format=format, options=options or {})
@@ -188,6 +190,11 @@ class Source:
                 stream.discard = _discard(self._discard)
             self.decoder = VideoDecoder(stream, **self._decoder_args)
         self.video = True
+
+    @property
+    def video_stream(self) -> Any:
+        """The PyAV stream decoded for the chain (None when no video is decoded)."""
+        return self._stream if self.video else None
 
     @property
     def container(self) -> Any:
