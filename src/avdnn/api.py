@@ -116,7 +116,7 @@ class RunOptions(TypedDict, total=False):
     filter_complex: str | None
     input_codecs: dict[str, str] | None
     banner: bool
-    more_inputs: list[tuple[str, str | None, dict[str, str]]] | None
+    more_inputs: Sequence[tuple[str, str | None, dict[str, str]]]
 
 
 @overload

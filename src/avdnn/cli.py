@@ -224,9 +224,9 @@ def _tool_option(a: Args, name: str, val: str) -> None:
     if name == "progress":
         a.progress = val
     elif name == "stats_period":
-        from .media.values import parse_duration
+        from .media.timing import parse_time
 
-        a.stats_period = parse_duration(val, "stats_period") / 1_000_000
+        a.stats_period = (parse_time(val, "stats_period") or 0) / 1_000_000
         if a.stats_period <= 0:
             raise InvalidArgumentError(f"Invalid stats_period value: {val}", option="stats_period")
     else:
@@ -555,7 +555,8 @@ def _run(args: Args, level: int) -> int:
         assert args.output is not None  # main() refused a command line without one
         options = run_kwargs(args)
         options["progress"] = on_frame
-        stats = api.run(args.input or "", args.filters, output=args.output, banner=level <= logging.INFO, **options)
+        options["banner"] = level <= logging.INFO
+        stats = api.run(args.input or "", args.filters, output=args.output, **options)
         if machine is not None:
             machine(stats, last[0], final=True)
             machine.close()
