@@ -31,6 +31,7 @@ BBB_CASES = {
     "frames_v_audio_copy": ["-frames:v", "10", "-c:a", "copy"],
     "frames_v_audio_pcm": ["-frames:v", "10"],
     "frames_v_out_ss": ["-frames:v", "30", "-c:a", "copy", "-ss", "0.2"],
+    "frames_v_video_copied": ["-c", "copy", "-frames:v", "10"],
     "chain_and_copy": ["-vf", "scale=64:-2", "-c:a", "copy"],
     "copy_others_of_a_chain": ["-vf", "scale=64:-2", "-c:a", "copy", "-t", "1"],
     "opus_downmix": ["-t", "1", "-vn", "-c:a", "libopus", "-ac", "2", "-ar", "24000"],

@@ -67,6 +67,8 @@ class Pipeline:
                 source.attach_side(side.in_index, side.packet, side.end, side.loop,
                                    decodes_audio=side.decodes_audio)
             self.stats.streams.append(side.stats)
+        if sink is not None and sink.sides:
+            source.sides_done = lambda: all(sink.stream_ended(s) for s in sink.sides)
         self._in_rate = source.info.frame_rate if source.video else None
         self._closed = False
         self._eof = False  # the input was read to its end
@@ -209,10 +211,12 @@ class Pipeline:
                 self.stats.stopped_early = True
             if writer is not None:
                 writer.finish()
+            frames.close()  # the chain and the input (which reads the side streams on after an early stop)
         except BaseException as exc:
             if isinstance(exc, ExitRequestedError) and writer is not None and writer.error is not None:
                 exc = writer.error
-            frames.close()
+            with contextlib.suppress(AvdnnError):  # the first error is the one that ended the run
+                frames.close()
             if writer is not None:
                 with contextlib.suppress(AvdnnError):
                     writer.finish()  # the frames before the error still reach the output
@@ -224,7 +228,6 @@ class Pipeline:
                 setattr(exc, "stats", self.stats)  # noqa: B010 - any exception: the CLI prints them (Ctrl-C, a bug)
             self.report()
             raise exc
-        frames.close()
         try:
             if not sink.started:
                 self._start_empty(sink)
@@ -311,24 +314,28 @@ class Pipeline:
         if self._reader is not None:
             self._reader.close()  # joins the decoder thread before the input is closed
             self.stats.read_ahead = self.stats.frames_read - self._taken
-        if self.sink is not None and self.stats.error is None:
+        first: BaseException | None = None
+        if self.sink is not None and self.stats.error is None and not self._eof and self.sink.sides:
             sink = self.sink
-            if sink.frame_limit_reached:
-                # ffmpeg reads on until the other streams reach where the video ended
+            # the video stopped before its input's end (-frames:v, a trim): ffmpeg reads on until
+            # every other stream has ended too (at the video's end, at the input's -t, or at EOF)
+            try:
                 self.source.drain_sides(lambda: all(sink.stream_ended(s) for s in sink.sides))
+            except AvdnnError as exc:
+                self.stats.error = exc
+                first = exc
         self._settle()
         counters = getattr(self.source, "counters", None)
         if counters is not None:
             self.stats.input_counters = dict(counters)
             self.stats.input_complete = self._eof
-        first: BaseException | None = None
         for stage in self.stages:
             try:
                 stage.close()
             except Exception as exc:  # noqa: BLE001 - close all, report the first
                 first = first or exc
         self.source.close()
-        if first is not None and self.stats.error is None:
+        if first is not None and (self.stats.error is None or self.stats.error is first):
             raise first
 
 

@@ -142,6 +142,7 @@ class CopyPath(SidePath):
         self.time_base = Fraction(stream.time_base)
         self._shift = rescale(1, self.offset, self.time_base) if self.offset else 0
         self._started = False
+        self._copied = 0
         self._end_cause = "the stream ended"
 
     def add_output(self, container: Any) -> Any:
@@ -208,7 +209,19 @@ class CopyPath(SidePath):
             packet.pts -= offset
         if packet.dts is not None:
             packet.dts -= offset
+        limit = self.sink.max_packets if self.media_type == "video" else None  # -frames:v on a copied video
+        if limit is not None and self._copied >= limit:
+            self.stats.drop("output frame limit reached")
+            return
         self.sink.push_side(self, packet, self.time_base)
+        self._copied += 1
+        if limit is not None and self._copied >= limit:
+            # as an encoded video at its limit: the other streams end where this packet ends
+            ts = packet.dts if packet.dts is not None else packet.pts
+            if ts is not None:
+                self.sink.finish_side_at(self, (ts + (packet.duration or 0)) * self.time_base)
+            self._end_cause = "output frame limit reached"
+            self.end()
 
     def end(self) -> None:
         if not self.ended and self.sink is not None:

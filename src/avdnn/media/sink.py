@@ -460,6 +460,10 @@ class Sink:
         end = (ts + (packet.duration or 0)) * tb if ts is not None else None
         self._interleaver.push(side.out_index, packet, time, end)
 
+    def finish_side_at(self, side: SidePath, end: Fraction) -> None:
+        """A copied video reached -frames:v, ending at ``end`` (s): the other streams end there too."""
+        self._interleaver.finish_at(side.out_index, end)
+
     def end_side(self, side: SidePath) -> None:
         self._interleaver.end(side.out_index)
 
@@ -561,37 +565,54 @@ class Sink:
         """Flush the sync and the encoders and write the trailer; the output stays valid after errors.
 
         The side streams end here too (what they still hold is encoded; after a frame limit, cut
-        where ffmpeg cuts it), and every packet left in the interleaver is written in order.
+        where ffmpeg cuts it), and every packet left in the interleaver is written in order. Each
+        step runs even when an earlier one failed (the trailer above all); the first error is raised.
         """
         import av
 
         if self._closed:
             return
         self._closed = True
-        try:
+        errors: list[BaseException] = []
+
+        def step(fn: Callable[[], Any]) -> None:
+            try:
+                fn()
+            except AvdnnError as exc:
+                errors.append(exc)
+            except (av.FFmpegError, OSError) as exc:
+                err = from_av_error(exc, file=self.name)
+                err.__cause__ = exc
+                errors.append(err)
+
+        def flush_video() -> None:
             if self._sync is not None:
                 self._encode(self._sync.flush(), None)
                 self._mux(self._enc.encode(None))
+
+        def end_video() -> None:
             if self.video_index is not None:
                 self._video_progress(None)
                 self._interleaver.end(self.video_index)
-            for hook in self.before_sides_end:
-                hook()  # the other inputs' demuxers finish feeding their streams
-            if self.ready:
-                for side in self.sides:
-                    side.end()
-            self._interleaver.flush()
-            if self._hash is not None:
-                self._hash.write_trailer()
-            elif self._container is not None:
-                self._container.close()  # no header was written when no stream could open
-        except (av.FFmpegError, OSError) as exc:
-            raise from_av_error(exc, file=self.name) from exc
-        finally:
-            if self._file is not None:
-                self._file.close()
-            if self.target == "-":
-                sys.stdout.buffer.flush()
+
+        step(flush_video)
+        step(end_video)
+        for hook in self.before_sides_end:
+            step(hook)  # the other inputs' demuxers finish feeding their streams
+        if self.ready:
+            for side in self.sides:
+                step(side.end)
+        step(self._interleaver.flush)
+        if self._hash is not None:
+            step(self._hash.write_trailer)
+        elif self._container is not None:
+            step(self._container.close)  # no header was written when no stream could open
+        if self._file is not None:
+            step(self._file.close)
+        if self.target == "-":
+            step(sys.stdout.buffer.flush)
+        if errors:
+            raise errors[0]
 
     def abort(self) -> None:
         """Close after a failure, keeping an error of the close itself from masking the first."""

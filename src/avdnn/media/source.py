@@ -160,6 +160,8 @@ class Source:
         self._duration: tuple[int, Fraction] = (0, _US)
         #: Set when an audio stream is decoded: its decoder's end, not packet durations, extends a round.
         self._audio_decoded = False
+        #: Whether every side stream has ended (then nothing more needs reading; set by the run).
+        self.sides_done: Callable[[], bool] | None = None
         #: Called at each -stream_loop rewind; each returns its stream's end (ts, tb) or None.
         self.side_loops: list[Callable[[], tuple[int, Fraction] | None]] = []
         self._out_sar: Fraction | None = None
@@ -326,7 +328,7 @@ class Source:
         try:
             while True:
                 yield from Source._one_pass(self, tb, base + self._looped(tb), sar)
-                if loops_left == 0 or self._max_pts is None or self._trim_done():
+                if loops_left == 0 or self._max_pts is None or self._trim_done() or self._sides_finished():
                     break
                 loops_left -= 1 if loops_left > 0 else 0
                 Source._seek_to_start(self)
@@ -380,6 +382,7 @@ class Source:
             streams.insert(0, self._stream)
         if not streams:
             return
+        video_done = False
         for packet in self._container.demux(*streams):
             if packet.dts is None and packet.pts is None and packet.size == 0:
                 if packet.stream.index != video:
@@ -393,20 +396,30 @@ class Source:
                 if packet.dts is not None:
                     packet.dts += shift
             self._track(packet, ptb)
+            if self._pacer is not None and packet.dts is not None:  # every stream is paced, as ffmpeg's readrate
+                base = rescale(self._offset_us, _US, ptb) if self._offset_us else 0
+                self._pacer.wait(float((packet.dts + base) * ptb))
             if packet.stream.index != video:
                 self.side_handlers[packet.stream.index](packet)
+                if (video_done or video < 0) and self._sides_finished():
+                    return  # ffmpeg stops reading once every output stream has ended
                 continue
+            if video_done:
+                continue  # the video is trimmed: the side streams are read on to their own end
             packet.pts = None if packet.pts is None else packet.pts - shift  # _emit adds offset + loops
             packet.dts = None if packet.dts is None else packet.dts - shift
-            if self._pacer is not None and packet.dts is not None:
-                self._pacer.wait(float((packet.dts + offset) * tb))
             for av_frame in self.decoder.decode(packet):
                 yield from Source._emit(self, av_frame, offset, sar)
             if self._trim_done():
-                return
-        if self.decoder is not None:
+                if not self.side_handlers or self._sides_finished():
+                    return
+                video_done = True
+        if self.decoder is not None and not video_done:
             for av_frame in self.decoder.flush():
                 yield from Source._emit(self, av_frame, offset, sar)
+
+    def _sides_finished(self) -> bool:
+        return self.sides_done is not None and self.sides_done()
 
     def drain_sides(self, done: Callable[[], bool]) -> None:
         """After the video stopped early: keep demuxing the side streams until ``done()`` says so.
