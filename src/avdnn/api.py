@@ -20,7 +20,7 @@ from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError, NotSupportedError
 from .graph.complex import apply_complex, linear_graph
 from .graph.pipeline import Pipeline, ProgressFn
-from .graph.plan import StreamOptions, build_sides, plan_metadata, select_streams
+from .graph.plan import StreamOptions, build_sides, plan_dispositions, plan_metadata, select_streams
 from .graph.stats import RunStats
 from .media.frame import Frame
 from .media.sink import Sink
@@ -363,6 +363,7 @@ def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bite
                         defaults=defaults, chain_given=chain_given, input_trim=source.input_trim,
                         file_of=lambda s: files[id(s)])
     if sink.muxer_name not in ("md5", "framemd5", "hash", "framehash", "crc", "framecrc"):
+        sink.dispositions = plan_dispositions(streams)
         sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
             streams, sides, opts, container=source.container, global_tags=sink.metadata,
             bitexact=sink.bitexact, video_encoder=None if video is None else sink.codec_name)

@@ -122,6 +122,7 @@ def parse_args(argv: Sequence[str]) -> Args:
     pending_fmt: str | None = None
     pending_in: dict[str, str] = {}
     pending_src: dict[str, Any] = {}
+    pending_disabled: set[str] = set()
     i = 0
     # options before the last -i belong to the inputs (ffmpeg: to the next -i), after it to the output
     last_input = max((k for k, tok in enumerate(argv[:-1]) if tok == "-i"), default=-1)
@@ -159,7 +160,9 @@ def parse_args(argv: Sequence[str]) -> Args:
             else:
                 a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
                 a.source_options.update(pending_src)
-            pending_fmt, pending_in, pending_src = None, {}, {}
+            if pending_disabled:
+                a.streams.input_disabled[len(a.more_inputs)] = pending_disabled
+            pending_fmt, pending_in, pending_src, pending_disabled = None, {}, {}, set()
         elif tok in _SOURCE_GLOBAL or ((a.input is None or i < last_input) and tok in _SOURCE_INPUT):
             _source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok, value)
         elif a.output is not None:
@@ -169,8 +172,10 @@ def parse_args(argv: Sequence[str]) -> Args:
         elif a.input is None or i < last_input:
             if name == "f":
                 pending_fmt = value(tok)
+            elif (negated or name) in ("vn", "an", "sn", "dn") and negated is None:
+                pending_disabled.add(name)  # that input's streams of the type are disabled (ffmpeg's discard)
             elif name in _FILE_BOOLS or negated in _FILE_BOOLS:
-                pass  # -bitexact / -an before -i: decoder-side flags with no effect on decoding here
+                pass  # -bitexact before -i: a decoder flag with no effect on decoding here
             elif name in _INPUT_ALIASES and spec in ("", "v", "a"):
                 val = value(tok)  # -ac N: the demuxer's ch_layout, N channels in the default order
                 pending_in[_INPUT_ALIASES[name]] = _default_layout(val) if name == "ac" else val

@@ -56,12 +56,12 @@ def takes(spec: FilterSpec) -> bool:
     return accepts is None or bool(accepts(split_options(spec.args) if spec.args else []))
 
 
-def build_stages(chain: str | Sequence[FilterSpec], *, tail: Sequence[FilterSpec] = ()) -> list[Any]:
+def build_stages(chain: str | Sequence[FilterSpec], *, tail: Sequence[FilterSpec] = ()) -> list[Stage]:
     """Stages for ``chain``; ``tail`` are lavfi filters the output needs (format=...)."""
     specs = parse_chain(chain) if isinstance(chain, str) else list(chain)
     specs += list(tail)
     avdnn_names = list_filters()
-    stages: list[Any] = []
+    stages: list[Stage] = []
     run: list[FilterSpec] = []
     try:
         for spec in specs:

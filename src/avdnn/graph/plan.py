@@ -103,6 +103,9 @@ class StreamOptions:
     #: -map_metadata / -map_chapters: "0" (the input, ffmpeg's default) or "-1" (none)
     map_metadata: str = "0"
     map_chapters: str = "0"
+    #: -vn/-an/-sn/-dn given as input options, by input file index: those streams are disabled
+    #: (ffmpeg's user_set_discard): never chosen, and a map that names one is an error
+    input_disabled: dict[int, set[str]] = field(default_factory=dict)
     #: -metadata:s:SPEC key=value, by stream specifier ("a:0", "v", "s"...)
     stream_metadata: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -136,6 +139,11 @@ def select_streams(streams: list[Any], opts: StreamOptions, *, defaults: dict[st
     automatic selection looks at every input, the first best winning, as ffmpeg's does).
     """
     files = [streams, *more_files]
+    letters = {"video": "vn", "audio": "an", "subtitle": "sn", "data": "dn"}
+
+    def disabled(k: int, stream: Any) -> bool:
+        return letters.get(stream.type, "") in opts.input_disabled.get(k, set())
+
     chosen: list[Any] = []
     if opts.maps:
         parsed = [StreamMap.parse(m) for m in opts.maps]
@@ -150,9 +158,13 @@ def select_streams(streams: list[Any], opts: StreamOptions, *, defaults: dict[st
             if not hits and not smap.optional:
                 raise InvalidArgumentError(f"Stream map '{smap.text}' matches no streams.\nTo ignore this, "
                                            "add a trailing '?' to the map.", option="map")
+            for s in hits:
+                if disabled(smap.file, s):
+                    raise InvalidArgumentError(f"Stream #{smap.file}:{s.index} is disabled and cannot be mapped.",
+                                               option="map")
             chosen += hits
     else:
-        streams = [s for file in files for s in file]
+        streams = [s for k, file in enumerate(files) for s in file if not disabled(k, s)]
         if defaults.get("video") and not opts.vn:
             best = _best(streams, "video", lambda s: s.codec_context.width * s.codec_context.height
                          if s.codec_context is not None else 0)
@@ -308,6 +320,24 @@ def plan_metadata(streams: list[Any], sides: list[SidePath], opts: StreamOptions
         per_stream[index] = st_tags
     chapters = [] if opts.map_chapters == "-1" else list(container.chapters())
     return tags, per_stream, chapters
+
+
+def plan_dispositions(streams: list[Any]) -> list[int]:
+    """Each output stream's disposition, as ffmpeg's set_dispositions: the input's, and where a type
+    has several streams and none is the default, the first of them (not an attached picture) is."""
+    out = [int(getattr(s, "disposition", 0) or 0) for s in streams]
+    count: dict[str, int] = {}
+    have_default: set[str] = set()
+    for s, d in zip(streams, out, strict=True):
+        count[s.type] = count.get(s.type, 0) + 1
+        if d & 0x1:
+            have_default.add(s.type)
+    for i, s in enumerate(streams):
+        if count[s.type] < 2 or s.type in have_default or out[i] & 0x400:
+            continue
+        out[i] |= 0x1  # AV_DISPOSITION_DEFAULT
+        have_default.add(s.type)
+    return out
 
 
 def _number(text: str, name: str) -> int:

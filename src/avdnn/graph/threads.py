@@ -53,12 +53,14 @@ class Channel(Generic[T]):
             self._error = error
             self._cond.notify_all()
 
-    def cancel(self) -> None:
-        """The consumer stops: wake and stop the producer; drop what is queued."""
+    def cancel(self) -> int:
+        """The consumer stops: wake and stop the producer; drop what is queued (returns how many)."""
         with self._cond:
             self._cancelled = True
+            dropped = len(self._items)
             self._items.clear()
             self._cond.notify_all()
+            return dropped
 
     def get(self) -> Any:
         """The next item, or ``_END``; raises the producer's error after its last item."""
@@ -144,14 +146,13 @@ class Writer:
                     return
                 if not self._consume(item):
                     self._stop()
-                    self.unwritten += len(self._chan)
                     self.stopped.set()
-                    self._chan.cancel()
+                    self.unwritten += self._chan.cancel()  # counted and dropped under one lock: none slips by
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to the producer
             self.error = exc
             self._stop()
-            self._chan.cancel()
+            self.unwritten += self._chan.cancel()
 
     def _stop(self) -> None:
         if self._on_stop is not None:
@@ -174,18 +175,9 @@ class Writer:
             return False
         return True
 
-    def pending(self) -> int:
-        """Items queued and not consumed (they were never written if the consumer stopped)."""
-        return len(self._chan)
-
     def finish(self) -> None:
         """Wait until every queued item is consumed; raise the consumer's error."""
         self._chan.end()
         self._thread.join()
         if self.error is not None:
             raise self.error
-
-    def abort(self) -> None:
-        """Stop without waiting for queued items (after an error on the producer side)."""
-        self._chan.cancel()
-        self._thread.join()

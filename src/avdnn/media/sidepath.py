@@ -634,6 +634,9 @@ class SubtitleEncodePath(SidePath):
         if sub is None or self.ended:
             return
         self.stats.frames_decoded += 1
+        if sub.pts is None:  # ffmpeg: "Subtitle packets must have a pts" (skipped unless -xerror)
+            self.stats.drop("no pts (Subtitle packets must have a pts)")
+            return
         pts = sub.pts + (rescale(1, self.offset, _US) if self.offset else 0)
         start = self.sink.start_time
         if start is not None and pts < start:

@@ -173,6 +173,8 @@ class Sink:
         self._choose_pix_fmt()
         #: Metadata of the output's streams by output index, and chapters (set by the run plan).
         self.stream_metadata: dict[int, dict[str, str]] = {}
+        #: AVStream dispositions by output index (graph.plan.plan_dispositions)
+        self.dispositions: list[int] = []
         self.chapters: list[Any] = []
         self.set_streams(sides, video_index)
 
@@ -223,6 +225,9 @@ class Sink:
             out.metadata.update(tags)
             for key in [k for k, v in tags.items() if v == ""]:
                 del out.metadata[key]
+        for index, disposition in enumerate(self.dispositions):
+            if disposition and index < len(self._out_streams):
+                self._out_streams[index].disposition = disposition
         if self.chapters:
             self._container.set_chapters(self.chapters)
 
@@ -354,20 +359,34 @@ class Sink:
         return HashStream("video", self._codec.canonical_name, tb, width=frame.width, height=frame.height,
                           sar=frame.sample_aspect_ratio, extradata=enc.extradata or None)
 
+    def _side_output(self, side: SidePath) -> tuple[Any, Fraction]:
+        """A side stream's output stream (or hash header entry) and time base; its encoder's
+        refusal is reported naming the stream and the encoder, as ffmpeg's enc_open does."""
+        import av
+
+        try:
+            if self._container is not None:
+                out = side.add_output(self._container)
+                return out, Fraction(out.time_base) if out.time_base else Fraction(side.time_base)
+            out = side.hash_stream()
+            return out, out.time_base
+        except (av.FFmpegError, ValueError) as exc:
+            err = from_av_error(exc, file=self.name)
+            err.message = f"stream {side.stats.label}: could not open encoder '{side.codec_name}': {err.message}"
+            raise err from exc
+
     def _create_outputs(self, video: tuple[Frame, Fraction, Fraction] | None) -> None:
         """Every output stream, in output order, then the header; held side data may then flow."""
+        import av
+
         hash_streams: list[HashStream] = []
         for i, side in enumerate(self._order):
             if side is None:
                 assert video is not None
                 out = self._video_encoder(*video)
                 tb = video[2]
-            elif self._container is not None:
-                out = side.add_output(self._container)
-                tb = Fraction(out.time_base) if out.time_base else Fraction(side.time_base)
             else:
-                out = side.hash_stream()
-                tb = out.time_base
+                out, tb = self._side_output(side)
             self._out_streams[i] = out
             self._hash_tbs[i] = tb
             if isinstance(out, HashStream):
@@ -376,7 +395,12 @@ class Sink:
             self._hash.write_header(hash_streams)
         else:
             self._write_metadata()
-            self._container.start_encoding()
+            try:
+                self._container.start_encoding()
+            except (av.FFmpegError, ValueError) as exc:  # the muxer refused the streams' parameters
+                err = from_av_error(exc, file=self.name)
+                err.message = f"could not write the header (incorrect codec parameters?): {err.message}"
+                raise err from exc
             if self.on_header is not None:
                 self.on_header(self._container)
         self.ready = True
@@ -419,7 +443,8 @@ class Sink:
                 av_frame.time_base = self._sync.tb if self._sync else None
                 av_frame.duration = duration
                 av_frame.pict_type = 0  # the encoder decides (a decoded I frame must not force one)
-                self._durations[out_pts] = duration
+                if self._hash is not None:  # the hash muxers fill a packet's missing duration from it
+                    self._durations[out_pts] = duration
                 self._mux(self._enc.encode(av_frame))
                 self.packets_encoded += 1
                 if self.sides:
