@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AVERROR_ENCODER_NOT_FOUND, InvalidArgumentError, NotFoundError, NotSupportedError
-from ..media.sidepath import AudioEncodePath, CopyPath, SidePath, SubtitleEncodePath
+from ..media.audiopath import AudioEncodePath
+from ..media.sidepath import CopyPath, SidePath
+from ..media.subpath import SubtitleEncodePath
 
 _TYPES = {"v": "video", "V": "video", "a": "audio", "s": "subtitle", "d": "data", "t": "attachment"}
 _MAP_RE = re.compile(r"^(?P<neg>-)?(?P<file>\d+)(?::(?P<spec>[^?]*))?(?P<opt>\?)?$")
