@@ -104,8 +104,12 @@ def test_lavfi_value_out_of_range(ffmpeg: str) -> None:
 
 
 def test_avdnn_option_out_of_range(range_filter: type[Filter]) -> None:
-    line = _fails([*SRC, "-vf", "avdnn_test_range=x=200", *NULL], 222,
-                  "avdnn_test_range", "Value 200.000000 for parameter 'x' out of range [0 - 100]")
+    line = _fails(
+        [*SRC, "-vf", "avdnn_test_range=x=200", *NULL],
+        222,
+        "avdnn_test_range",
+        "Value 200.000000 for parameter 'x' out of range [0 - 100]",
+    )
     assert line == "avdnn: avdnn_test_range: Value 200.000000 for parameter 'x' out of range [0 - 100]"
 
 
@@ -114,8 +118,14 @@ def test_avdnn_option_positional_out_of_range(range_filter: type[Filter]) -> Non
 
 
 def test_avdnn_option_unparsable(range_filter: type[Filter]) -> None:
-    _fails([*SRC, "-vf", "avdnn_test_range=mode=maybe", *NULL], 234,
-           "avdnn_test_range", "'mode'", 'Unable to parse option value "maybe"', "off, on")
+    _fails(
+        [*SRC, "-vf", "avdnn_test_range=mode=maybe", *NULL],
+        234,
+        "avdnn_test_range",
+        "'mode'",
+        'Unable to parse option value "maybe"',
+        "off, on",
+    )
 
 
 def test_avdnn_unknown_option(range_filter: type[Filter]) -> None:
@@ -318,8 +328,7 @@ def test_early_stops_on_a_threaded_decoder_do_not_hang(clip: dict[str, str]) -> 
 
     code = _EARLY_STOPS.format(tests=os.path.dirname(__file__), clip=clip["carphone"])
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                              check=False)
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     except subprocess.TimeoutExpired:
         pytest.fail("early stops on an h264 input hung (decoder frame threads vs the GIL)")
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

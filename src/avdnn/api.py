@@ -120,13 +120,11 @@ class RunOptions(TypedDict, total=False):
 
 
 @overload
-def run(input: str, filters: str = "", *, output: None = None,
-        **options: Unpack[RunOptions]) -> FrameStream: ...
+def run(input: str, filters: str = "", *, output: None = None, **options: Unpack[RunOptions]) -> FrameStream: ...
 
 
 @overload
-def run(input: str, filters: str = "", *, output: str | BinaryIO,
-        **options: Unpack[RunOptions]) -> RunStats: ...
+def run(input: str, filters: str = "", *, output: str | BinaryIO, **options: Unpack[RunOptions]) -> RunStats: ...
 
 
 def run(
@@ -205,8 +203,13 @@ def run(
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
     rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
-    source = open_source(input, input_format=input_format, input_options=input_options,
-                         source_options=source_options, video=output is None)
+    source = open_source(
+        input,
+        input_format=input_format,
+        input_options=input_options,
+        source_options=source_options,
+        video=output is None,
+    )
     try:
         _check_input_codecs(source, input_codecs or {})
         if banner:
@@ -217,15 +220,38 @@ def run(
             if frames is not None:
                 return _Limited(stream, frames)
             return stream
-        opts = _stream_options(stream_options, map=map, vn=vn, an=an, sn=sn, dn=dn, codec=codec,
-                               audio_codec=audio_codec, subtitle_codec=subtitle_codec, audio_bitrate=audio_bitrate,
-                               audio_rate=audio_rate, audio_channels=audio_channels, audio_filters=audio_filters)
+        opts = _stream_options(
+            stream_options,
+            map=map,
+            vn=vn,
+            an=an,
+            sn=sn,
+            dn=dn,
+            codec=codec,
+            audio_codec=audio_codec,
+            subtitle_codec=subtitle_codec,
+            audio_bitrate=audio_bitrate,
+            audio_rate=audio_rate,
+            audio_channels=audio_channels,
+            audio_filters=audio_filters,
+        )
         video_codec = opts.lookup(opts.codecs, "video", 0)
-        sink = Sink(output, format=format, codec=None if video_codec == "copy" else video_codec, pix_fmt=pix_fmt,
-                    rate=rate, overwrite=overwrite,
-                    bitexact=bitexact, codec_options=codec_options, fps_mode=fps_mode, metadata=metadata,
-                    start_time=start_us, recording_time=rec_us, format_options=format_options,
-                    size=_size(size))
+        sink = Sink(
+            output,
+            format=format,
+            codec=None if video_codec == "copy" else video_codec,
+            pix_fmt=pix_fmt,
+            rate=rate,
+            overwrite=overwrite,
+            bitexact=bitexact,
+            codec_options=codec_options,
+            fps_mode=fps_mode,
+            metadata=metadata,
+            start_time=start_us,
+            recording_time=rec_us,
+            format_options=format_options,
+            size=_size(size),
+        )
     except BaseException:
         source.close()
         raise
@@ -280,12 +306,16 @@ def _check_input_codecs(source: Source, names: dict[str, str]) -> None:
         stream = next((s for s in source.streams if s.type == kind), None)
         have = stream.codec_context.name if stream is not None and stream.codec_context is not None else "none"
         if have != name:
-            raise NotSupportedError(f"input -c:{kind[0]} {name}: avdnn decodes the stream with its own decoder "
-                                    f"({have}); forcing another decoder is not supported yet", option=f"c:{kind[0]}")
+            raise NotSupportedError(
+                f"input -c:{kind[0]} {name}: avdnn decodes the stream with its own decoder "
+                f"({have}); forcing another decoder is not supported yet",
+                option=f"c:{kind[0]}",
+            )
 
 
-def _check_output_options(*, rate: Fraction | float | str | None, fps_mode: str, pix_fmt: str | None,
-                          frames: int | None) -> Fraction | None:
+def _check_output_options(
+    *, rate: Fraction | float | str | None, fps_mode: str, pix_fmt: str | None, frames: int | None
+) -> Fraction | None:
     """The output options as values, checked before anything is opened (avdnn's errors, not Python's)."""
     out: Fraction | None = None
     if rate is not None:
@@ -296,8 +326,9 @@ def _check_output_options(*, rate: Fraction | float | str | None, fps_mode: str,
         if out <= 0:
             raise InvalidArgumentError(f"Invalid framerate value: {rate}", option="r")
     if fps_mode not in ("auto", "passthrough", "cfr", "vfr"):
-        raise InvalidArgumentError(f"Invalid value {fps_mode} for fps_mode: auto, passthrough, cfr or vfr",
-                                   option="fps_mode")
+        raise InvalidArgumentError(
+            f"Invalid value {fps_mode} for fps_mode: auto, passthrough, cfr or vfr", option="fps_mode"
+        )
     if pix_fmt is not None:
         from .media.pixfmt import is_known
 
@@ -316,10 +347,22 @@ def _size(size: tuple[int, int] | str | None) -> tuple[int, int] | None:
     return parse_size(size)
 
 
-def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, vn: bool, an: bool,  # noqa: A002
-                    sn: bool, dn: bool, codec: str | None, audio_codec: str | None, subtitle_codec: str | None,
-                    audio_bitrate: str | int | None, audio_rate: int | None, audio_channels: int | None,
-                    audio_filters: str) -> StreamOptions:
+def _stream_options(
+    given: StreamOptions | None,
+    *,
+    map: Sequence[str] | None,  # noqa: A002 - ffmpeg's -map
+    vn: bool,
+    an: bool,
+    sn: bool,
+    dn: bool,
+    codec: str | None,
+    audio_codec: str | None,
+    subtitle_codec: str | None,
+    audio_bitrate: str | int | None,
+    audio_rate: int | None,
+    audio_channels: int | None,
+    audio_filters: str,
+) -> StreamOptions:
     """The keyword shortcuts folded into one StreamOptions (explicit ``stream_options`` first)."""
     opts = copy.deepcopy(given) if given is not None else StreamOptions()  # the caller's object stays as it was
     opts.maps = opts.maps or list(map or [])
@@ -334,45 +377,78 @@ def _stream_options(given: StreamOptions | None, *, map: Sequence[str] | None, v
     return opts
 
 
-def _plan(source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool,
-          others: Sequence[Source] = ()) -> list[Any]:
+def _plan(
+    source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool, others: Sequence[Source] = ()
+) -> list[Any]:
     """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to source and sink.
 
     Returns the demuxers of the other inputs that feed some of the output's streams (not started).
     """
     defaults = {kind: sink.default_codec(kind) for kind in ("video", "audio", "subtitle")}
     files = {id(s): (k, src.offset) for k, src in enumerate([source, *others]) for s in src.streams}
-    streams = select_streams(list(source.streams), opts, defaults=defaults,
-                             more_files=[list(o.streams) for o in others])
+    streams = select_streams(
+        list(source.streams), opts, defaults=defaults, more_files=[list(o.streams) for o in others]
+    )
     chain_given = bool(filters.strip())
     video = next((s for s in streams if s.type == "video"), None)
-    if video is not None and opts.lookup(opts.codecs, "video", 0) == "copy" and not (
-            chain_given and "v" not in opts.codecs and "v:0" not in opts.codecs):
+    if (
+        video is not None
+        and opts.lookup(opts.codecs, "video", 0) == "copy"
+        and not (chain_given and "v" not in opts.codecs and "v:0" not in opts.codecs)
+    ):
         if chain_given:
-            build_sides(streams, opts, video_stream=video, offset=source.offset, bitexact=bitexact,
-                        defaults=defaults, chain_given=True)  # raises: filtering and streamcopy
+            build_sides(
+                streams,
+                opts,
+                video_stream=video,
+                offset=source.offset,
+                bitexact=bitexact,
+                defaults=defaults,
+                chain_given=True,
+            )  # raises: filtering and streamcopy
         video = None  # the video is copied: nothing is decoded
     if video is None and chain_given:
-        raise InvalidArgumentError("a filter chain (-vf) was given but the output has no video stream to filter",
-                                   option="vf")
+        raise InvalidArgumentError(
+            "a filter chain (-vf) was given but the output has no video stream to filter", option="vf"
+        )
     if video is not None and files[id(video)][0] != 0:
-        raise NotSupportedError(f"the video of input #{files[id(video)][0]}: the chain's video comes from the "
-                                "first input in this version (map its video first: -map 0:v)", option="map")
+        raise NotSupportedError(
+            f"the video of input #{files[id(video)][0]}: the chain's video comes from the "
+            "first input in this version (map its video first: -map 0:v)",
+            option="map",
+        )
     source.use_video(None if video is None else video.index)
-    sides = build_sides(streams, opts, video_stream=video, offset=source.offset, bitexact=bitexact,
-                        defaults=defaults, chain_given=chain_given, input_trim=source.input_trim,
-                        file_of=lambda s: files[id(s)])
+    sides = build_sides(
+        streams,
+        opts,
+        video_stream=video,
+        offset=source.offset,
+        bitexact=bitexact,
+        defaults=defaults,
+        chain_given=chain_given,
+        input_trim=source.input_trim,
+        file_of=lambda s: files[id(s)],
+    )
     if sink.muxer_name not in ("md5", "framemd5", "hash", "framehash", "crc", "framecrc"):
         sink.dispositions = plan_dispositions(streams)
         sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
-            streams, sides, opts, container=source.container, global_tags=sink.metadata,
-            bitexact=sink.bitexact, video_encoder=None if video is None else sink.codec_name)
+            streams,
+            sides,
+            opts,
+            container=source.container,
+            global_tags=sink.metadata,
+            bitexact=sink.bitexact,
+            video_encoder=None if video is None else sink.codec_name,
+        )
     sink.display_matrix = lambda: source.output_display_matrix
     sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
     from .media.companion import CompanionInput
 
-    return [CompanionInput(other, [s for s in sides if s.input_file == k], sink)
-            for k, other in enumerate(others, start=1) if any(s.input_file == k for s in sides)]
+    return [
+        CompanionInput(other, [s for s in sides if s.input_file == k], sink)
+        for k, other in enumerate(others, start=1)
+        if any(s.input_file == k for s in sides)
+    ]
 
 
 def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()
@@ -387,8 +463,9 @@ def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()
     ...         print(frame.pts, frame.detections)
     """
     if "output" in options:
-        raise InvalidArgumentError("avdnn.open() iterates frames; use avdnn.run(..., output=...) to write a file",
-                                   option="output")
+        raise InvalidArgumentError(
+            "avdnn.open() iterates frames; use avdnn.run(..., output=...) to write a file", option="output"
+        )
     return run(input, filters, output=None, **options)
 
 

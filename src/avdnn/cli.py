@@ -35,11 +35,28 @@ from .errors import (
 
 log = logging.getLogger("avdnn")
 
-LOG_LEVELS = {"quiet": logging.CRITICAL + 10, "panic": logging.CRITICAL, "fatal": logging.CRITICAL,
-              "error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO,
-              "verbose": logging.INFO - 1, "debug": logging.DEBUG, "trace": logging.DEBUG - 1}
-_NUMERIC_LEVELS = {-8: "quiet", 0: "panic", 8: "fatal", 16: "error", 24: "warning", 32: "info",
-                   40: "verbose", 48: "debug", 56: "trace"}
+LOG_LEVELS = {
+    "quiet": logging.CRITICAL + 10,
+    "panic": logging.CRITICAL,
+    "fatal": logging.CRITICAL,
+    "error": logging.ERROR,
+    "warning": logging.WARNING,
+    "info": logging.INFO,
+    "verbose": logging.INFO - 1,
+    "debug": logging.DEBUG,
+    "trace": logging.DEBUG - 1,
+}
+_NUMERIC_LEVELS = {
+    -8: "quiet",
+    0: "panic",
+    8: "fatal",
+    16: "error",
+    24: "warning",
+    32: "info",
+    40: "verbose",
+    48: "debug",
+    56: "trace",
+}
 
 
 @dataclass
@@ -94,14 +111,44 @@ _GLOBAL_BOOLS = {"y", "n", "hide_banner", "stats", "filters", "version", "stdin"
 #: Global options of fftools for the tools that drive ffmpeg (issue 16).
 _TOOL_VALUES = {"progress", "stats_period", "filter_complex", "lavfi", "filter_complex_script", "/filter_complex"}
 #: Input options that are demuxer AVOptions under another name, as ffmpeg_demux.c passes them.
-_INPUT_ALIASES = {"s": "video_size", "r": "framerate", "pix_fmt": "pixel_format", "ar": "sample_rate",
-                  "ac": "ch_layout"}
+_INPUT_ALIASES = {
+    "s": "video_size",
+    "r": "framerate",
+    "pix_fmt": "pixel_format",
+    "ar": "sample_rate",
+    "ac": "ch_layout",
+}
 _FILE_BOOLS = {"bitexact", "vn", "an", "sn", "dn"}
 #: Options that take a value and are avdnn's own (ffmpeg_opt.c names); the rest are AVOptions.
 _GLOBAL_VALUES = {"loglevel", "v"}
-_OUTPUT_VALUES = {"vf", "filter", "af", "frames", "vframes", "c", "codec", "vcodec", "acodec", "scodec",
-                  "pix_fmt", "r", "f", "fps_mode", "vsync", "map", "metadata", "b", "ar", "ac", "ss", "t", "to",
-                  "map_metadata", "map_chapters", "s"}
+_OUTPUT_VALUES = {
+    "vf",
+    "filter",
+    "af",
+    "frames",
+    "vframes",
+    "c",
+    "codec",
+    "vcodec",
+    "acodec",
+    "scodec",
+    "pix_fmt",
+    "r",
+    "f",
+    "fps_mode",
+    "vsync",
+    "map",
+    "metadata",
+    "b",
+    "ar",
+    "ac",
+    "ss",
+    "t",
+    "to",
+    "map_metadata",
+    "map_chapters",
+    "s",
+}
 
 
 def _split(tok: str) -> tuple[str, str]:
@@ -154,8 +201,11 @@ def parse_args(argv: Sequence[str]) -> Args:
         elif name == "i":
             if a.input is not None:  # a second input: its streams go around the chain (moviepy's audio)
                 if pending_src:
-                    raise NotSupportedError(f"input options {', '.join(sorted(pending_src))} on a second input "
-                                            "are not supported yet (they apply to the first input)", option="i")
+                    raise NotSupportedError(
+                        f"input options {', '.join(sorted(pending_src))} on a second input "
+                        "are not supported yet (they apply to the first input)",
+                        option="i",
+                    )
                 a.more_inputs.append((value(tok), pending_fmt, pending_in))
             else:
                 a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
@@ -167,8 +217,10 @@ def parse_args(argv: Sequence[str]) -> Args:
             _source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok, value)
         elif a.output is not None:
             # after the output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
-            raise InvalidArgumentError(f"Trailing option(s) found in the command line: {tok} "
-                                       f"(options go before the output they apply to)", option=tok[1:])
+            raise InvalidArgumentError(
+                f"Trailing option(s) found in the command line: {tok} (options go before the output they apply to)",
+                option=tok[1:],
+            )
         elif a.input is None or i < last_input:
             if name == "f":
                 pending_fmt = value(tok)
@@ -260,14 +312,36 @@ def _check_av_option(tok: str) -> str:
 
 #: Input options Source takes, by flag: the keyword, and its type (bool: a flag without a value).
 _SOURCE_INPUT: dict[str, Any] = {
-    "-ss": str, "-t": str, "-to": str, "-itsoffset": str, "-stream_loop": int, "-re": bool,
-    "-readrate": float, "-readrate_initial_burst": float, "-autorotate": bool, "-noautorotate": bool,
-    "-display_rotation": float, "-display_hflip": bool, "-display_vflip": bool, "-accurate_seek": bool,
-    "-noaccurate_seek": bool, "-threads": str, "-err_detect": str, "-discard": str,
+    "-ss": str,
+    "-t": str,
+    "-to": str,
+    "-itsoffset": str,
+    "-stream_loop": int,
+    "-re": bool,
+    "-readrate": float,
+    "-readrate_initial_burst": float,
+    "-autorotate": bool,
+    "-noautorotate": bool,
+    "-display_rotation": float,
+    "-display_hflip": bool,
+    "-display_vflip": bool,
+    "-accurate_seek": bool,
+    "-noaccurate_seek": bool,
+    "-threads": str,
+    "-err_detect": str,
+    "-discard": str,
 }
 _SOURCE_GLOBAL: dict[str, Any] = {"-xerror": bool, "-max_error_rate": float}
-_SOURCE_KEYS = {"-ss": "seek", "-t": "duration", "-re": "realtime", "-itsoffset": "itsoffset", "-to": "to",
-                "-stream_loop": "stream_loop", "-noautorotate": "autorotate", "-noaccurate_seek": "accurate_seek"}
+_SOURCE_KEYS = {
+    "-ss": "seek",
+    "-t": "duration",
+    "-re": "realtime",
+    "-itsoffset": "itsoffset",
+    "-to": "to",
+    "-stream_loop": "stream_loop",
+    "-noautorotate": "autorotate",
+    "-noaccurate_seek": "accurate_seek",
+}
 
 
 def _source_option(dest: dict[str, Any], demuxer: dict[str, str], tok: str, value: Callable[[str], str]) -> None:
@@ -325,8 +399,9 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
         elif spec.startswith("s"):  # -metadata:s:a:0, -metadata:s:v, -metadata:s:1
             st.stream_metadata.setdefault(spec[2:], {})[key] = v
         else:
-            raise NotSupportedError(f"-metadata:{spec}: chapter and program metadata are not supported yet",
-                                    option=f"metadata:{spec}")
+            raise NotSupportedError(
+                f"-metadata:{spec}: chapter and program metadata are not supported yet", option=f"metadata:{spec}"
+            )
     elif name in ("map_metadata", "map_chapters"):
         setattr(st, name, val)
     elif name == "s" and spec in ("", "v"):
@@ -363,14 +438,27 @@ def _output_option(a: Args, name: str, spec: str, val: str) -> None:
 def run_kwargs(args: Args) -> RunOptions:
     """The :func:`avdnn.run` keywords of a parsed command line's output options."""
     return {
-        "input_format": args.input_format, "input_options": args.input_options,
-        "source_options": args.source_options, "frames": args.frames,
-        "format": args.format, "codec": args.codec, "pix_fmt": args.pix_fmt, "rate": args.rate,
-        "overwrite": args.overwrite, "bitexact": args.bitexact, "codec_options": args.codec_options,
+        "input_format": args.input_format,
+        "input_options": args.input_options,
+        "source_options": args.source_options,
+        "frames": args.frames,
+        "format": args.format,
+        "codec": args.codec,
+        "pix_fmt": args.pix_fmt,
+        "rate": args.rate,
+        "overwrite": args.overwrite,
+        "bitexact": args.bitexact,
+        "codec_options": args.codec_options,
         "format_options": args.format_options,
-        "fps_mode": args.fps_mode, "stream_options": args.streams, "metadata": args.metadata or None,
-        "start_time": args.start_time, "recording_time": args.recording_time, "stop_time": args.stop_time,
-        "size": args.size, "filter_complex": args.filter_complex, "input_codecs": args.input_codecs or None,
+        "fps_mode": args.fps_mode,
+        "stream_options": args.streams,
+        "metadata": args.metadata or None,
+        "start_time": args.start_time,
+        "recording_time": args.recording_time,
+        "stop_time": args.stop_time,
+        "size": args.size,
+        "filter_complex": args.filter_complex,
+        "input_codecs": args.input_codecs or None,
         "more_inputs": args.more_inputs,
     }
 
@@ -381,7 +469,7 @@ def _loglevel(text: str) -> str:
         n = int(name)
         name = min(_NUMERIC_LEVELS.items(), key=lambda kv: abs(kv[0] - n))[1]
     if name not in LOG_LEVELS:
-        raise InvalidArgumentError(f"Invalid loglevel \"{text}\". Possible levels are: {', '.join(LOG_LEVELS)}")
+        raise InvalidArgumentError(f'Invalid loglevel "{text}". Possible levels are: {", ".join(LOG_LEVELS)}')
     return name
 
 
@@ -405,9 +493,10 @@ class Progress:
         mm, ss = divmod(rem, 60)
         frames = stats.frames_written or sum(s.packets_written for s in stats.streams if s.media_type == "video")
         fps = frames / elapsed
-        self.stream.write(f"frame={frames:5d} fps={fps:5.3g} time={int(hh):02d}:{int(mm):02d}:"
-                          f"{ss:05.2f} speed={t / elapsed:5.3g}x elapsed={elapsed:.2f}s"
-                          + ("\n" if final else "\r"))
+        self.stream.write(
+            f"frame={frames:5d} fps={fps:5.3g} time={int(hh):02d}:{int(mm):02d}:"
+            f"{ss:05.2f} speed={t / elapsed:5.3g}x elapsed={elapsed:.2f}s" + ("\n" if final else "\r")
+        )
         self.stream.flush()
         self.shown = True
 
@@ -474,8 +563,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         stats = getattr(exc, "stats", None)
         if stats is not None:
             err.write(stats.summary() + "\n")
-        err.write(f"avdnn: internal error: {type(exc).__name__}: {exc} (this is a bug; the output was "
-                  "finished with the frames before it; please report it with the traceback above)\n")
+        err.write(
+            f"avdnn: internal error: {type(exc).__name__}: {exc} (this is a bug; the output was "
+            "finished with the frames before it; please report it with the traceback above)\n"
+        )
         return exit_status(AVERROR_BUG)
 
 
@@ -488,8 +579,9 @@ def _samples(names: list[str]) -> int:
     from .zoo import sample
 
     if names[:1] in (["-h"], ["--help"]):
-        sys.stdout.write("usage: avdnn samples [NAME...]   the path of each installed sample clip "
-                         f"({', '.join(SAMPLES)})\n")
+        sys.stdout.write(
+            f"usage: avdnn samples [NAME...]   the path of each installed sample clip ({', '.join(SAMPLES)})\n"
+        )
         return 0
     try:
         for name in names or SAMPLES:
@@ -528,8 +620,9 @@ def _probe(args: Args, level: int) -> int:
     """``ffmpeg -i FILE`` without an output: the input block, then ffmpeg's error (exit 1)."""
     from . import api
 
-    with api.open_source(args.input or "", input_format=args.input_format, input_options=args.input_options,
-                         video=False) as source:
+    with api.open_source(
+        args.input or "", input_format=args.input_format, input_options=args.input_options, video=False
+    ) as source:
         if level <= logging.INFO:
             api.dump_input(source)
     if level <= logging.CRITICAL:
@@ -575,8 +668,10 @@ def _run(args: Args, level: int) -> int:
             sys.stderr.write(f"avdnn: {exc.oneline()}\n")
         if level <= logging.ERROR:
             sys.stderr.write(failed.summary() + "\n")
-            sys.stderr.write(f"avdnn: output '{args.output}' was finished cleanly with the "
-                             f"{failed.frames_written} frames before the error\n")
+            sys.stderr.write(
+                f"avdnn: output '{args.output}' was finished cleanly with the "
+                f"{failed.frames_written} frames before the error\n"
+            )
         return exit_status(exc.code)
     if progress is not None:
         progress(stats, last[0], final=True)
@@ -596,8 +691,9 @@ def _batch(argv: list[str]) -> int:
         flags, rest = split_argv(argv)
         args = parse_args(["-i", "x", *rest])
         if args.output is not None:
-            raise InvalidArgumentError(f"Unexpected argument '{args.output}': inputs follow -i, the output "
-                                       "template follows -o")
+            raise InvalidArgumentError(
+                f"Unexpected argument '{args.output}': inputs follow -i, the output template follows -o"
+            )
         level = LOG_LEVELS[args.loglevel]
         _setup_logging(level)
         return run_command(flags, args.filters, dict(run_kwargs(args)), stats=args.stats, level=level)

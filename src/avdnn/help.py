@@ -117,10 +117,13 @@ def listing_text(name: str) -> str:
     from .media import listings
 
     table = {
-        "encoders": lambda: listings.coders_text(True), "decoders": lambda: listings.coders_text(False),
-        "codecs": listings.codecs_text, "formats": listings.formats_text,
+        "encoders": lambda: listings.coders_text(True),
+        "decoders": lambda: listings.coders_text(False),
+        "codecs": listings.codecs_text,
+        "formats": listings.formats_text,
         "muxers": lambda: listings.formats_text(demuxers=False),
         "demuxers": lambda: listings.formats_text(muxers=False),
-        "pix_fmts": listings.pix_fmts_text, "protocols": listings.protocols_text,
+        "pix_fmts": listings.pix_fmts_text,
+        "protocols": listings.protocols_text,
     }
     return table[name]()

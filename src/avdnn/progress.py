@@ -62,11 +62,13 @@ class ProgressWriter:
         hh, rem = divmod(us, 3_600_000_000)
         mm, rem = divmod(rem, 60_000_000)
         ss, frac = divmod(rem, 1_000_000)
-        return (f"frame={frames}\nfps={fps:.2f}\nstream_0_0_q=-0.0\nbitrate={bitrate}\n"
-                f"total_size={'N/A' if size is None else size}\nout_time_us={us}\nout_time_ms={us}\n"
-                f"out_time={hh:02d}:{mm:02d}:{ss:02d}.{frac:06d}\n"
-                f"dup_frames={stats.sink_duplicated}\ndrop_frames={stats.sink_dropped}\nspeed={speed}\n"
-                f"progress={'end' if final else 'continue'}\n")
+        return (
+            f"frame={frames}\nfps={fps:.2f}\nstream_0_0_q=-0.0\nbitrate={bitrate}\n"
+            f"total_size={'N/A' if size is None else size}\nout_time_us={us}\nout_time_ms={us}\n"
+            f"out_time={hh:02d}:{mm:02d}:{ss:02d}.{frac:06d}\n"
+            f"dup_frames={stats.sink_duplicated}\ndrop_frames={stats.sink_dropped}\nspeed={speed}\n"
+            f"progress={'end' if final else 'continue'}\n"
+        )
 
     def _size(self) -> int | None:
         out = self.output

@@ -15,8 +15,9 @@ from avdnn.graph.complex import linear_graph
 
 
 def _avdnn(args: list[str], *, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "avdnn", *args], input=stdin, capture_output=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "avdnn", *args], input=stdin, capture_output=True, timeout=timeout, check=False
+    )
 
 
 def _ffmpeg(exe: str, args: list[str], *, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
@@ -32,9 +33,31 @@ def _hashes(framemd5: bytes) -> list[bytes]:
 def mkv(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A generated Matroska file: video, audio, global and stream tags."""
     path = tmp_path_factory.mktemp("gen") / "gen.mkv"
-    subprocess.run([ffmpeg, "-v", "error", "-f", "lavfi", "-i", "testsrc=s=96x64:d=1", "-f", "lavfi", "-i",
-                    "sine=d=1", "-metadata", "title=a test", "-metadata:s:a:0", "language=fra", "-c:v", "mpeg4",
-                    "-c:a", "flac", str(path)], check=True)
+    subprocess.run(
+        [
+            ffmpeg,
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=s=96x64:d=1",
+            "-f",
+            "lavfi",
+            "-i",
+            "sine=d=1",
+            "-metadata",
+            "title=a test",
+            "-metadata:s:a:0",
+            "language=fra",
+            "-c:v",
+            "mpeg4",
+            "-c:a",
+            "flac",
+            str(path),
+        ],
+        check=True,
+    )
     return str(path)
 
 
@@ -52,8 +75,22 @@ def test_input_block_is_ffmpegs(name: str, clip: dict[str, str], mkv: str, ffmpe
 
 
 def test_banner_header_and_output_block(clip: dict[str, str]) -> None:
-    got = _avdnn(["-nostdin", "-i", clip["carphone"], "-frames:v", "2", "-pix_fmt", "rgb24", "-vcodec", "rawvideo",
-                  "-f", "image2pipe", "-"])
+    got = _avdnn(
+        [
+            "-nostdin",
+            "-i",
+            clip["carphone"],
+            "-frames:v",
+            "2",
+            "-pix_fmt",
+            "rgb24",
+            "-vcodec",
+            "rawvideo",
+            "-f",
+            "image2pipe",
+            "-",
+        ]
+    )
     err = got.stderr.decode()
     assert got.returncode == 0, err
     assert err.splitlines()[0].startswith("avdnn version ")
@@ -77,10 +114,12 @@ def test_rawvideo_from_stdin_gives_ffmpegs_md5(ffmpeg: str) -> None:
     got = _avdnn(["-v", "error", *RAW_IN, "-i", "-", "-f", "md5", "-"], stdin=data)
     assert ref.returncode == got.returncode == 0, got.stderr
     assert got.stdout == ref.stdout and got.stdout.startswith(b"MD5=")
-    piped = _avdnn(["-v", "error", *RAW_IN, "-i", "pipe:0", "-vf", "format=gray", "-f", "framemd5", "pipe:1"],
-                   stdin=data)
-    ref2 = _ffmpeg(ffmpeg, ["-v", "error", *RAW_IN, "-i", "pipe:0", "-vf", "format=gray", "-f", "framemd5", "pipe:1"],
-                   stdin=data)
+    piped = _avdnn(
+        ["-v", "error", *RAW_IN, "-i", "pipe:0", "-vf", "format=gray", "-f", "framemd5", "pipe:1"], stdin=data
+    )
+    ref2 = _ffmpeg(
+        ffmpeg, ["-v", "error", *RAW_IN, "-i", "pipe:0", "-vf", "format=gray", "-f", "framemd5", "pipe:1"], stdin=data
+    )
     assert piped.returncode == 0, piped.stderr
     assert _hashes(piped.stdout) == _hashes(ref2.stdout) and len(_hashes(piped.stdout)) == 7
 
@@ -98,8 +137,11 @@ def test_broken_output_pipe_exits_as_ffmpeg(ffmpeg: str) -> None:
     """EPIPE ends the run with ffmpeg's status for AVERROR(EPIPE): 224, for '-' and pipe:1."""
     args = ["-v", "error", "-nostdin", "-f", "lavfi", "-i", "testsrc=d=20", "-f", "rawvideo"]
     statuses = []
-    for argv in ([ffmpeg, *args, "-"], [sys.executable, "-m", "avdnn", *args, "-"],
-                 [sys.executable, "-m", "avdnn", *args, "pipe:1"]):
+    for argv in (
+        [ffmpeg, *args, "-"],
+        [sys.executable, "-m", "avdnn", *args, "-"],
+        [sys.executable, "-m", "avdnn", *args, "pipe:1"],
+    ):
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert proc.stdout is not None
         proc.stdout.read(1000)
@@ -113,8 +155,9 @@ def test_broken_output_pipe_exits_as_ffmpeg(ffmpeg: str) -> None:
 # --------------------------------------------------------------------------- -filter_complex
 
 
-@pytest.mark.parametrize("graph", ["[0]scale=88:-2[s0]", "[0:v]format=gray[a];[a]hflip[s0]",
-                                   "[0:v:0]scale=64:-2 , format=rgb24[s0]"])
+@pytest.mark.parametrize(
+    "graph", ["[0]scale=88:-2[s0]", "[0:v]format=gray[a];[a]hflip[s0]", "[0:v:0]scale=64:-2 , format=rgb24[s0]"]
+)
 def test_one_chain_filter_complex_gives_ffmpegs_framemd5(graph: str, clip: dict[str, str], ffmpeg: str) -> None:
     args = ["-v", "error", "-i", clip["carphone"], "-filter_complex", graph, "-map", "[s0]", "-f", "framemd5", "-"]
     ref, got = _ffmpeg(ffmpeg, args), _avdnn(args)
@@ -127,8 +170,11 @@ def test_filter_complex_script_and_audio_map(clip: dict[str, str], ffmpeg: str, 
     script.write_text("[0:v]scale=64:-2[v]")
     tail = ["-map", "[v]", "-map", "0:a", "-t", "0.2", "-c:a", "pcm_s16le", "-f", "framemd5", "-"]
     ref = _ffmpeg(ffmpeg, ["-v", "error", "-i", clip["bigbuckbunny"], "-filter_complex", "[0:v]scale=64:-2[v]", *tail])
-    for opt, graph in (("-filter_complex_script", str(script)), ("-/filter_complex", str(script)),
-                       ("-lavfi", "[0:v]scale=64:-2[v]")):
+    for opt, graph in (
+        ("-filter_complex_script", str(script)),
+        ("-/filter_complex", str(script)),
+        ("-lavfi", "[0:v]scale=64:-2[v]"),
+    ):
         got = _avdnn(["-v", "error", "-i", clip["bigbuckbunny"], opt, graph, *tail])
         assert got.returncode == 0, got.stderr
         assert _hashes(got.stdout) == _hashes(ref.stdout)
@@ -138,24 +184,35 @@ def test_filter_complex_script_and_audio_map(clip: dict[str, str], ffmpeg: str, 
 def test_linear_graph_follows_links() -> None:
     g = linear_graph("[0]format=rgb24[s0];[s0]dnn_processing=dnn_backend=onnx:model=m.onnx[s1]")
     assert (g.input_map, g.chain, g.output_label) == (
-        "0:v:0", "format=rgb24,dnn_processing=dnn_backend=onnx:model=m.onnx", "s1")
+        "0:v:0",
+        "format=rgb24,dnn_processing=dnn_backend=onnx:model=m.onnx",
+        "s1",
+    )
     assert linear_graph("[0:1]null").input_map == "0:1"
     assert linear_graph("[x]hflip[y];[0:v]vflip[x]").chain == "vflip,hflip"
     assert linear_graph("scale=8:8,format=gray").output_label is None
 
 
-@pytest.mark.parametrize(("graph", "named"), [
-    ("[0]split[a][b];[a][b]hstack", "split"), ("[0][1]overlay", "overlay"), ("[1:v]null", "[1:v]"),
-    ("[0:a]anull", "[0:a]"), ("[0]null[a];[a]hflip[b];[a]vflip[c]", "[a]"), ("[0]null;[0]hflip", "2 chains"),
-])
+@pytest.mark.parametrize(
+    ("graph", "named"),
+    [
+        ("[0]split[a][b];[a][b]hstack", "split"),
+        ("[0][1]overlay", "overlay"),
+        ("[1:v]null", "[1:v]"),
+        ("[0:a]anull", "[0:a]"),
+        ("[0]null[a];[a]hflip[b];[a]vflip[c]", "[a]"),
+        ("[0]null;[0]hflip", "2 chains"),
+    ],
+)
 def test_graphs_that_are_not_one_chain_are_refused_by_name(graph: str, named: str) -> None:
     with pytest.raises(NotSupportedError, match=named.replace("[", r"\[")):
         linear_graph(graph)
 
 
 def test_unknown_map_label_is_ffmpegs_error(clip: dict[str, str]) -> None:
-    got = _avdnn(["-hide_banner", "-i", clip["carphone"], "-filter_complex", "[0]null[s0]", "-map", "[s9]",
-                  "-f", "null", "-"])
+    got = _avdnn(
+        ["-hide_banner", "-i", clip["carphone"], "-filter_complex", "[0]null[s0]", "-map", "[s9]", "-f", "null", "-"]
+    )
     assert got.returncode != 0 and b"[s0]" in got.stderr
     with pytest.raises(InvalidArgumentError, match="does not exist"):
         linear_graph("[x]null")
@@ -164,8 +221,20 @@ def test_unknown_map_label_is_ffmpegs_error(clip: dict[str, str]) -> None:
 # --------------------------------------------------------------------------- -progress
 
 
-_KEYS = ["frame", "fps", "stream_0_0_q", "bitrate", "total_size", "out_time_us", "out_time_ms", "out_time",
-         "dup_frames", "drop_frames", "speed", "progress"]
+_KEYS = [
+    "frame",
+    "fps",
+    "stream_0_0_q",
+    "bitrate",
+    "total_size",
+    "out_time_us",
+    "out_time_ms",
+    "out_time",
+    "dup_frames",
+    "drop_frames",
+    "speed",
+    "progress",
+]
 
 
 def _blocks(text: str) -> list[dict[str, str]]:
@@ -187,8 +256,23 @@ def test_progress_blocks_as_ffmpeg(clip: dict[str, str], ffmpeg: str, tmp_path: 
         assert got[-1][key] == ref[-1][key], key
     assert all(b["progress"] == "continue" for b in got[:-1])
     out = tmp_path / "p.txt"
-    slow = _avdnn(["-v", "error", "-i", clip["carphone"], "-progress", str(out), "-stats_period", "0.01",
-                   "-vf", "scale=352:288:flags=lanczos", "-f", "null", "-"])
+    slow = _avdnn(
+        [
+            "-v",
+            "error",
+            "-i",
+            clip["carphone"],
+            "-progress",
+            str(out),
+            "-stats_period",
+            "0.01",
+            "-vf",
+            "scale=352:288:flags=lanczos",
+            "-f",
+            "null",
+            "-",
+        ]
+    )
     assert slow.returncode == 0, slow.stderr
     blocks = _blocks(out.read_text())
     assert len(blocks) > 2 and blocks[-1]["progress"] == "end" and blocks[-1]["frame"] == "120"
@@ -203,8 +287,9 @@ def _listing(exe: list[str], name: str) -> list[str]:
     return out.decode().splitlines()
 
 
-@pytest.mark.parametrize("name", ["encoders", "decoders", "codecs", "formats", "muxers", "demuxers", "pix_fmts",
-                                  "protocols"])
+@pytest.mark.parametrize(
+    "name", ["encoders", "decoders", "codecs", "formats", "muxers", "demuxers", "pix_fmts", "protocols"]
+)
 def test_listings_in_ffmpegs_format(name: str, ffmpeg: str) -> None:
     """Headers equal; the lines of entries both builds have are equal and in the same order."""
     ref, got = _listing([ffmpeg], name), _listing([sys.executable, "-m", "avdnn"], name)
@@ -228,23 +313,53 @@ def test_version() -> None:
 
 def test_pix_fmt_the_encoder_lacks_is_auto_selected_as_ffmpeg(ffmpeg: str) -> None:
     """moviepy asks libx264 for yuva420p: ffmpeg warns and takes the encoder's closest format."""
-    args = ["-v", "warning", "-f", "lavfi", "-i", "testsrc=d=0.2:s=64x48", "-c:v", "png", "-pix_fmt", "yuv420p",
-            "-f", "framemd5", "-"]
+    args = [
+        "-v",
+        "warning",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc=d=0.2:s=64x48",
+        "-c:v",
+        "png",
+        "-pix_fmt",
+        "yuv420p",
+        "-f",
+        "framemd5",
+        "-",
+    ]
     ref, got = _ffmpeg(ffmpeg, args), _avdnn(args)
     assert got.returncode == 0, got.stderr
     assert _hashes(got.stdout) == _hashes(ref.stdout)
     assert b"Incompatible pixel format 'yuv420p' for codec 'png', auto-selecting format 'rgb24'" in got.stderr
 
 
-@pytest.mark.parametrize("extra", [["-vf", "scale=64:-2"],
-                                   ["-filter_complex", "[0:v]scale=64:-2[v]", "-map", "[v]", "-map", "0:a",
-                                    "-c:a", "copy"]])
+@pytest.mark.parametrize(
+    "extra",
+    [["-vf", "scale=64:-2"], ["-filter_complex", "[0:v]scale=64:-2[v]", "-map", "[v]", "-map", "0:a", "-c:a", "copy"]],
+)
 def test_stream_mapping_block_is_ffmpegs(extra: list[str], clip: dict[str, str], ffmpeg: str, tmp_path: Path) -> None:
     def mapping(exe: list[str], out: Path) -> str:
-        err = subprocess.run([*exe, "-hide_banner", "-nostdin", "-i", clip["bigbuckbunny"], "-t", "0.2", *extra,
-                              "-c:v", "mpeg4", str(out)], capture_output=True, check=True, timeout=120).stderr.decode()
-        block = err[err.index("Stream mapping:\n"):]
-        return block[:block.index("Output #0")].removesuffix("Press [q] to stop, [?] for help\n")
+        err = subprocess.run(
+            [
+                *exe,
+                "-hide_banner",
+                "-nostdin",
+                "-i",
+                clip["bigbuckbunny"],
+                "-t",
+                "0.2",
+                *extra,
+                "-c:v",
+                "mpeg4",
+                str(out),
+            ],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        ).stderr.decode()
+        block = err[err.index("Stream mapping:\n") :]
+        return block[: block.index("Output #0")].removesuffix("Press [q] to stop, [?] for help\n")
 
     ref = mapping([ffmpeg], tmp_path / "ref.mp4")  # mp4: both builds encode its audio with aac
     assert mapping([sys.executable, "-m", "avdnn"], tmp_path / "got.mp4") == ref
@@ -253,10 +368,29 @@ def test_stream_mapping_block_is_ffmpegs(extra: list[str], clip: dict[str, str],
 
 def test_raw_audio_from_stdin_as_ffmpeg(ffmpeg: str) -> None:
     """moviepy's audio pass: -f s16le -acodec pcm_s16le -ar 44100 -ac 2 -i - (an input without video)."""
-    pcm = _ffmpeg(ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "sine=d=1", "-f", "s16le", "-ac", "2", "-ar", "44100",
-                           "-"]).stdout
-    args = ["-v", "error", "-f", "s16le", "-acodec", "pcm_s16le", "-ar", "44100", "-ac", "2", "-i", "-", "-vn",
-            "-acodec", "pcm_s16le", "-f", "framemd5", "-"]
+    pcm = _ffmpeg(
+        ffmpeg, ["-v", "error", "-f", "lavfi", "-i", "sine=d=1", "-f", "s16le", "-ac", "2", "-ar", "44100", "-"]
+    ).stdout
+    args = [
+        "-v",
+        "error",
+        "-f",
+        "s16le",
+        "-acodec",
+        "pcm_s16le",
+        "-ar",
+        "44100",
+        "-ac",
+        "2",
+        "-i",
+        "-",
+        "-vn",
+        "-acodec",
+        "pcm_s16le",
+        "-f",
+        "framemd5",
+        "-",
+    ]
     ref, got = _ffmpeg(ffmpeg, args, stdin=pcm), _avdnn(args, stdin=pcm)
     assert got.returncode == 0, got.stderr
     assert _hashes(got.stdout) == _hashes(ref.stdout) and len(_hashes(got.stdout)) > 5
@@ -277,8 +411,24 @@ def wav(ffmpeg: str, tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.mark.parametrize("maps", [[], ["-map", "1:a", "-map", "0:v"], ["-map", "0:v:0", "-map", "1:a:0"]])
 def test_a_second_input_gives_ffmpegs_framemd5(maps: list[str], mkv: str, wav: str, ffmpeg: str) -> None:
     """imageio-ffmpeg and moviepy mux audio from a second input: automatic or explicit maps."""
-    args = ["-v", "error", "-i", mkv, "-i", wav, *maps, "-vf", "hflip", "-c:v", "rawvideo", "-c:a", "pcm_s16le",
-            "-f", "framemd5", "-"]
+    args = [
+        "-v",
+        "error",
+        "-i",
+        mkv,
+        "-i",
+        wav,
+        *maps,
+        "-vf",
+        "hflip",
+        "-c:v",
+        "rawvideo",
+        "-c:a",
+        "pcm_s16le",
+        "-f",
+        "framemd5",
+        "-",
+    ]
     ref, got = _ffmpeg(ffmpeg, args), _avdnn(args)
     assert got.returncode == 0, got.stderr
     assert _hashes(got.stdout) == _hashes(ref.stdout)

@@ -37,8 +37,14 @@ def exe(request: pytest.FixtureRequest, avdnn_exe: str, ffmpeg: str) -> str:
 
 def _client(code: str, env: dict[str, str] | None = None, timeout: float = 240) -> str:
     """Run a client script in a child (its switch set in its environment); its stdout."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})}, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc.stdout
 
@@ -51,26 +57,32 @@ def _frames(path: Path) -> int:
 
 
 def test_imageio_ffmpeg_reads_carphone(exe: str, clip: dict[str, str]) -> None:
-    out = _client(f"""
+    out = _client(
+        f"""
         import imageio_ffmpeg
         gen = imageio_ffmpeg.read_frames({clip["carphone"]!r})
         meta = next(gen)
         n = sum(1 for frame in gen if len(frame) == 176 * 144 * 3)
         print(meta["size"], meta["fps"], n)
-    """, {"IMAGEIO_FFMPEG_EXE": exe})
+    """,
+        {"IMAGEIO_FFMPEG_EXE": exe},
+    )
     assert out.split() == ["(176,", "144)", "29.97", "120"]
 
 
 def test_imageio_ffmpeg_writes_ten_frames(exe: str, tmp_path: Path) -> None:
     target = tmp_path / "w.mp4"
-    _client(f"""
+    _client(
+        f"""
         import numpy as np, imageio_ffmpeg
         w = imageio_ffmpeg.write_frames({str(target)!r}, (64, 48), fps=10, macro_block_size=1)
         w.send(None)
         for k in range(10):
             w.send(np.full((48, 64, 3), k * 20, np.uint8))
         w.close()
-    """, {"IMAGEIO_FFMPEG_EXE": exe})
+    """,
+        {"IMAGEIO_FFMPEG_EXE": exe},
+    )
     assert _frames(target) == 10
 
 
@@ -89,8 +101,7 @@ def test_ffmpeg_python_scale_graph(exe: str, clip: dict[str, str], tmp_path: Pat
         assert (c.streams.video[0].width, c.streams.video[0].height) == (88, 72)
 
 
-def test_ffmpeg_python_dnn_processing_graph(avdnn_exe: str, ffmpeg: str, clip: dict[str, str],
-                                            tmp_path: Path) -> None:
+def test_ffmpeg_python_dnn_processing_graph(avdnn_exe: str, ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
     """format + dnn_processing (an identity model) gives 120 frames, and ffmpeg's format=rgb24 frames."""
     sys.path.insert(0, str(Path(__file__).parent.parent / "dnn"))
     from onnx_models import identity
@@ -105,10 +116,14 @@ def test_ffmpeg_python_dnn_processing_graph(avdnn_exe: str, ffmpeg: str, clip: d
         out.run(cmd={avdnn_exe!r}, quiet=True)
     """)
     assert _frames(target) == 120
-    ref = subprocess.run([ffmpeg, "-v", "error", "-i", clip["carphone"], "-vf", "format=rgb24", "-f", "framemd5", "-"],
-                         capture_output=True, check=True).stdout
-    got = subprocess.run([ffmpeg, "-v", "error", "-i", str(target), "-f", "framemd5", "-"],
-                         capture_output=True, check=True).stdout
+    ref = subprocess.run(
+        [ffmpeg, "-v", "error", "-i", clip["carphone"], "-vf", "format=rgb24", "-f", "framemd5", "-"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    got = subprocess.run(
+        [ffmpeg, "-v", "error", "-i", str(target), "-f", "framemd5", "-"], capture_output=True, check=True
+    ).stdout
     hashes = [[ln.split(b",")[-1] for ln in out.splitlines() if not ln.startswith(b"#")] for out in (ref, got)]
     assert hashes[0] == hashes[1]
 
@@ -125,7 +140,8 @@ def test_ffmpeg_progress_yield_reaches_100(exe: str, clip: dict[str, str], tmp_p
 
 
 def test_moviepy_reads_bigbuckbunny_with_audio(exe: str, clip: dict[str, str]) -> None:
-    out = _client(f"""
+    out = _client(
+        f"""
         from moviepy import VideoFileClip
         c = VideoFileClip({clip["bigbuckbunny"]!r})
         frame = c.get_frame(0)
@@ -133,7 +149,9 @@ def test_moviepy_reads_bigbuckbunny_with_audio(exe: str, clip: dict[str, str]) -
         print(c.duration, c.fps, c.size[0], c.size[1], frame.shape[0], sound.shape[0], sound.shape[1],
               int(abs(sound).max() > 0))
         c.close()
-    """, {"FFMPEG_BINARY": exe})
+    """,
+        {"FFMPEG_BINARY": exe},
+    )
     assert out.split() == ["5.31", "25.0", "1280", "720", "720", "22050", "2", "1"]
 
 
@@ -143,14 +161,17 @@ def test_moviepy_writes_a_one_second_subclip_with_audio(exe: str, clip: dict[str
     import av
 
     target = tmp_path / "sub.mp4"
-    _client(f"""
+    _client(
+        f"""
         import os
         from moviepy import VideoFileClip
         os.chdir({str(tmp_path)!r})  # moviepy writes its temporary audio file next to the script
         c = VideoFileClip({clip["bigbuckbunny"]!r})
         c.subclipped(1, 2).write_videofile({str(target)!r}, logger=None, preset="ultrafast")
         c.close()
-    """, {"FFMPEG_BINARY": exe})
+    """,
+        {"FFMPEG_BINARY": exe},
+    )
     assert _frames(target) == 25
     with av.open(str(target)) as c:
         assert [s.type for s in c.streams] == ["video", "audio"]
@@ -165,7 +186,8 @@ def test_imageio_ffmpeg_writes_with_audio(exe: str, ffmpeg: str, tmp_path: Path)
     sound = tmp_path / "a.wav"
     subprocess.run([ffmpeg, "-v", "error", "-f", "lavfi", "-i", "sine=d=1", str(sound)], check=True)
     target = tmp_path / "wa.mp4"
-    _client(f"""
+    _client(
+        f"""
         import numpy as np, imageio_ffmpeg
         w = imageio_ffmpeg.write_frames({str(target)!r}, (64, 48), fps=10, macro_block_size=1,
                                         audio_path={str(sound)!r}, audio_codec="aac")
@@ -173,7 +195,9 @@ def test_imageio_ffmpeg_writes_with_audio(exe: str, ffmpeg: str, tmp_path: Path)
         for k in range(10):
             w.send(np.full((48, 64, 3), k * 20, np.uint8))
         w.close()
-    """, {"IMAGEIO_FFMPEG_EXE": exe})
+    """,
+        {"IMAGEIO_FFMPEG_EXE": exe},
+    )
     assert _frames(target) == 10
     with av.open(str(target)) as c:
         assert [s.type for s in c.streams] == ["video", "audio"]

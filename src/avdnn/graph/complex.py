@@ -85,21 +85,27 @@ def _parse(text: str) -> list[list[_Node]]:
             raise InvalidArgumentError(f"Trailing garbage after a filter: {text[pos:]}")
         pos = _skip_ws(text, pos + 1)
     if text.lstrip().startswith("sws_flags="):
-        raise NotSupportedError("-filter_complex: a 'sws_flags=...;' prefix is not supported yet",
-                                option="filter_complex")
+        raise NotSupportedError(
+            "-filter_complex: a 'sws_flags=...;' prefix is not supported yet", option="filter_complex"
+        )
     return [c for c in chains if c]
 
 
 def _refuse(what: str) -> NotSupportedError:
-    return NotSupportedError(f"-filter_complex: {what} is not supported yet (a graph runs when it is one "
-                             "linear chain from one input stream to one output)", option="filter_complex")
+    return NotSupportedError(
+        f"-filter_complex: {what} is not supported yet (a graph runs when it is one "
+        "linear chain from one input stream to one output)",
+        option="filter_complex",
+    )
 
 
 def _input_map(label: str) -> str:
     m = _INPUT_PAD.match(label)
     if m is None:
-        raise InvalidArgumentError(f"Output with label '{label}' does not exist in any defined filter graph, "
-                                   "or was already used elsewhere.", option="filter_complex")
+        raise InvalidArgumentError(
+            f"Output with label '{label}' does not exist in any defined filter graph, or was already used elsewhere.",
+            option="filter_complex",
+        )
     if m.group("file") != "0":
         raise _refuse(f"input pad [{label}] (a second input file)")
     kind, index = m.group("type"), m.group("index")
@@ -118,8 +124,9 @@ def linear_graph(text: str) -> LinearGraph:
         had_out = [bool(n.outputs) for n in chain]
         for i, node in enumerate(chain):
             if len(node.inputs) > 1 or len(node.outputs) > 1:
-                pads = "".join(f"[{p}]" for p in node.inputs) + node.spec.label + "".join(
-                    f"[{p}]" for p in node.outputs)
+                pads = (
+                    "".join(f"[{p}]" for p in node.inputs) + node.spec.label + "".join(f"[{p}]" for p in node.outputs)
+                )
                 raise _refuse(f"'{pads}' (a filter with several inputs or outputs)")
             # avfilter_graph_parse2: an unlabeled pad links to its neighbour in the same ',' chain
             if not node.inputs:
@@ -158,8 +165,9 @@ def linear_graph(text: str) -> LinearGraph:
     return LinearGraph(input_map, format_chain([n.spec for n in path]), label, path[-1].spec.name)
 
 
-def apply_complex(graph: str | None, filters: str, maps: Sequence[str] | None,
-                  opts: StreamOptions | None) -> tuple[str, Sequence[str] | None, StreamOptions | None]:
+def apply_complex(
+    graph: str | None, filters: str, maps: Sequence[str] | None, opts: StreamOptions | None
+) -> tuple[str, Sequence[str] | None, StreamOptions | None]:
     """A one-chain ``-filter_complex`` becomes the video chain, its ``[label]`` map the input stream's.
 
     Returns the chain and the maps (in ``opts`` when given there) with the label replaced; an
@@ -168,8 +176,9 @@ def apply_complex(graph: str | None, filters: str, maps: Sequence[str] | None,
     if graph is None:
         return filters, maps, opts
     if filters.strip():
-        raise InvalidArgumentError("-vf/-af/-filter and -filter_complex cannot be used together for the same "
-                                   "stream.", option="filter_complex")
+        raise InvalidArgumentError(
+            "-vf/-af/-filter and -filter_complex cannot be used together for the same stream.", option="filter_complex"
+        )
     lg = linear_graph(graph)
     pad = None if lg.output_label is None else f"[{lg.output_label}]"
 
@@ -177,8 +186,9 @@ def apply_complex(graph: str | None, filters: str, maps: Sequence[str] | None,
         if pad is None:
             return [lg.input_map, *given] if given else []
         if pad not in given:
-            raise InvalidArgumentError(f"Filter '{lg.chain}' has output {pad} unconnected: map it with -map "
-                                       f"'{pad}'", option="filter_complex")
+            raise InvalidArgumentError(
+                f"Filter '{lg.chain}' has output {pad} unconnected: map it with -map '{pad}'", option="filter_complex"
+            )
         return [lg.input_map if m == pad else m for m in given]
 
     if opts is not None and opts.maps:

@@ -64,8 +64,7 @@ class Pipeline:
             # (registered before anything reads the input: autorotation decodes a frame ahead; the
             # streams of other inputs are fed by their own demuxers, see api)
             if side.input_file == 0:
-                source.attach_side(side.in_index, side.packet, side.end, side.loop,
-                                   decodes_audio=side.decodes_audio)
+                source.attach_side(side.in_index, side.packet, side.end, side.loop, decodes_audio=side.decodes_audio)
             self.stats.streams.append(side.stats)
         if sink is not None and sink.sides:
             source.sides_done = lambda: all(sink.stream_ended(s) for s in sink.sides)
@@ -192,8 +191,11 @@ class Pipeline:
         assert self.sink is not None, "run() needs a sink; iterate frames() otherwise"
         sink = self.sink
         frames = self.frames()
-        writer = Writer(self._writer_fn(sink, progress), QUEUE_DEPTH, name="avdnn-encode",
-                        on_stop=self._interrupt) if self.threaded else None
+        writer = (
+            Writer(self._writer_fn(sink, progress), QUEUE_DEPTH, name="avdnn-encode", on_stop=self._interrupt)
+            if self.threaded
+            else None
+        )
         first = True
         try:
             try:

@@ -50,8 +50,9 @@ class StreamMap:
         m = _MAP_RE.match(text)
         if m is None:
             if text.startswith("["):
-                raise NotSupportedError(f"-map '{text}': output pads of -filter_complex are not supported yet",
-                                        option="map")
+                raise NotSupportedError(
+                    f"-map '{text}': output pads of -filter_complex are not supported yet", option="map"
+                )
             raise InvalidArgumentError(f"Invalid stream specifier: {text}", option="map")
         spec = m.group("spec")
         kind: str | None = None
@@ -61,8 +62,10 @@ class StreamMap:
             if parts[0] in _TYPES:
                 kind = parts.pop(0)
             if len(parts) > 1 or (parts and not parts[0].isdigit()):
-                raise NotSupportedError(f"-map '{text}': stream specifier '{spec}' (programs, metadata, "
-                                        "ids) is not supported yet", option="map")
+                raise NotSupportedError(
+                    f"-map '{text}': stream specifier '{spec}' (programs, metadata, ids) is not supported yet",
+                    option="map",
+                )
             if parts:
                 index = int(parts[0])
         return cls(text, bool(m.group("neg")), int(m.group("file")), kind, index, bool(m.group("opt")))
@@ -133,8 +136,14 @@ class OutputPlan:
     sides: list[SidePath]
 
 
-def select_streams(streams: list[Any], opts: StreamOptions, *, defaults: dict[str, str | None],
-                   accepts: Any = None, more_files: Sequence[list[Any]] = ()) -> list[Any]:
+def select_streams(
+    streams: list[Any],
+    opts: StreamOptions,
+    *,
+    defaults: dict[str, str | None],
+    accepts: Any = None,
+    more_files: Sequence[list[Any]] = (),
+) -> list[Any]:
     """The input streams an output takes, in output order (ffmpeg's -map / automatic selection).
 
     ``streams`` are input 0's; ``more_files`` the streams of inputs 1, 2, ... (``-map 1:a``; the
@@ -158,18 +167,24 @@ def select_streams(streams: list[Any], opts: StreamOptions, *, defaults: dict[st
                 chosen = [s for s in chosen if s not in hits]
                 continue
             if not hits and not smap.optional:
-                raise InvalidArgumentError(f"Stream map '{smap.text}' matches no streams.\nTo ignore this, "
-                                           "add a trailing '?' to the map.", option="map")
+                raise InvalidArgumentError(
+                    f"Stream map '{smap.text}' matches no streams.\nTo ignore this, add a trailing '?' to the map.",
+                    option="map",
+                )
             for s in hits:
                 if disabled(smap.file, s):
-                    raise InvalidArgumentError(f"Stream #{smap.file}:{s.index} is disabled and cannot be mapped.",
-                                               option="map")
+                    raise InvalidArgumentError(
+                        f"Stream #{smap.file}:{s.index} is disabled and cannot be mapped.", option="map"
+                    )
             chosen += hits
     else:
         streams = [s for k, file in enumerate(files) for s in file if not disabled(k, s)]
         if defaults.get("video") and not opts.vn:
-            best = _best(streams, "video", lambda s: s.codec_context.width * s.codec_context.height
-                         if s.codec_context is not None else 0)
+            best = _best(
+                streams,
+                "video",
+                lambda s: s.codec_context.width * s.codec_context.height if s.codec_context is not None else 0,
+            )
             chosen += [best] if best is not None else []
         if defaults.get("audio") and not opts.an:
             best = _best(streams, "audio", lambda s: s.codec_context.channels if s.codec_context is not None else 0)
@@ -222,10 +237,18 @@ def _auto_subtitle(streams: list[Any], muxer_codec: str | None, opts: StreamOpti
     return []
 
 
-def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, offset: Any, bitexact: bool,
-                defaults: dict[str, str | None], chain_given: bool,
-                input_trim: tuple[int | None, int | None] = (None, None),
-                file_of: Callable[[Any], tuple[int, Any]] | None = None) -> list[SidePath]:
+def build_sides(
+    streams: list[Any],
+    opts: StreamOptions,
+    *,
+    video_stream: Any,
+    offset: Any,
+    bitexact: bool,
+    defaults: dict[str, str | None],
+    chain_given: bool,
+    input_trim: tuple[int | None, int | None] = (None, None),
+    file_of: Callable[[Any], tuple[int, Any]] | None = None,
+) -> list[SidePath]:
     """One path per output stream other than the chain's video, in output order.
 
     ``file_of`` gives a stream's input file index and timestamp offset when there are several
@@ -241,9 +264,11 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
         codec = opts.lookup(opts.codecs, stream.type, nth)
         if stream is video_stream:
             if codec == "copy" and chain_given:
-                raise InvalidArgumentError("Filtergraph was specified, but codec copy was selected for the "
-                                           "video stream. Filtering and streamcopy cannot be used together.",
-                                           option="c:v")
+                raise InvalidArgumentError(
+                    "Filtergraph was specified, but codec copy was selected for the "
+                    "video stream. Filtering and streamcopy cannot be used together.",
+                    option="c:v",
+                )
             continue
         file_index, offset = file_of(stream) if file_of is not None else (0, base_offset)
         label = f"{file_index}:{stream.index} {stream.type}"
@@ -251,40 +276,66 @@ def build_sides(streams: list[Any], opts: StreamOptions, *, video_stream: Any, o
         if stream.type == "subtitle" and codec != "copy":
             codec = codec or defaults.get("subtitle")
             if not codec:
-                raise NotFoundError("Automatic encoder selection failed: the output format has no default "
-                                    "subtitle encoder; choose one with -c:s", code=AVERROR_ENCODER_NOT_FOUND,
-                                    option="c:s")
-            sides.append(SubtitleEncodePath(stream, out_index, codec=codec, offset=offset, label=label,
-                                            input_trim=trim))
+                raise NotFoundError(
+                    "Automatic encoder selection failed: the output format has no default "
+                    "subtitle encoder; choose one with -c:s",
+                    code=AVERROR_ENCODER_NOT_FOUND,
+                    option="c:s",
+                )
+            sides.append(
+                SubtitleEncodePath(stream, out_index, codec=codec, offset=offset, label=label, input_trim=trim)
+            )
             continue
         if stream.type in ("data", "attachment") or codec == "copy":
             sides.append(CopyPath(stream, out_index, offset=offset, label=label, input_trim=trim))
             continue
         if stream.type == "video":
-            raise NotSupportedError(f"a second video stream (0:{stream.index}) can only be copied (-c:v copy) "
-                                    "in this version: one chain per output", option="map")
+            raise NotSupportedError(
+                f"a second video stream (0:{stream.index}) can only be copied (-c:v copy) "
+                "in this version: one chain per output",
+                option="map",
+            )
         codec = codec or defaults.get("audio")
         if not codec:
-            raise InvalidArgumentError(f"the output format has no audio encoder for stream 0:{stream.index}",
-                                       option="c:a")
+            raise InvalidArgumentError(
+                f"the output format has no audio encoder for stream 0:{stream.index}", option="c:a"
+            )
 
         def num(name: str, kind: str = stream.type, i: int = nth) -> int | None:
             text = opts.stream_option(name, kind, i)
             return None if text is None else _number(text, name)
 
-        sides.append(AudioEncodePath(
-            stream, out_index, codec=codec, offset=offset, label=label, bitexact=bitexact, input_trim=trim,
-            bit_rate=num("b"), sample_rate=num("ar"), channels=num("ac"),
-            filters=_parse_audio_chain(opts.audio_filters), filters_text=opts.audio_filters,
-        ))
+        sides.append(
+            AudioEncodePath(
+                stream,
+                out_index,
+                codec=codec,
+                offset=offset,
+                label=label,
+                bitexact=bitexact,
+                input_trim=trim,
+                bit_rate=num("b"),
+                sample_rate=num("ar"),
+                channels=num("ac"),
+                filters=_parse_audio_chain(opts.audio_filters),
+                filters_text=opts.audio_filters,
+            )
+        )
     for side in sides:
         side.input_file = file_of(side.stream)[0] if file_of is not None else 0
     return sides
 
 
-def plan_metadata(streams: list[Any], sides: list[SidePath], opts: StreamOptions, *, container: Any,
-                  global_tags: dict[str, str], bitexact: bool, video_encoder: str | None) -> tuple[
-                      dict[str, str], dict[int, dict[str, str]], list[Any]]:
+def plan_metadata(
+    streams: list[Any],
+    sides: list[SidePath],
+    opts: StreamOptions,
+    *,
+    container: Any,
+    global_tags: dict[str, str],
+    bitexact: bool,
+    video_encoder: str | None,
+) -> tuple[dict[str, str], dict[int, dict[str, str]], list[Any]]:
     """Global tags, per-stream tags and chapters of the output, as ffmpeg copies and sets them.
 
     Input global tags and each stream's tags are copied (``-map_metadata -1``: none), ``encoder``
@@ -295,8 +346,7 @@ def plan_metadata(streams: list[Any], sides: list[SidePath], opts: StreamOptions
 
     for flag, name in ((opts.map_metadata, "map_metadata"), (opts.map_chapters, "map_chapters")):
         if flag not in ("0", "-1"):
-            raise NotSupportedError(f"-{name} {flag}: only 0 (the input) and -1 (none) are supported",
-                                    option=name)
+            raise NotSupportedError(f"-{name} {flag}: only 0 (the input) and -1 (none) are supported", option=name)
     lavf = "Lavf" + ".".join(str(x) for x in av.library_versions["libavformat"])
     lavc = "Lavc" + ("" if bitexact else ".".join(str(x) for x in av.library_versions["libavcodec"]))
     # AVDictionary keys are case-insensitive: Matroska's ENCODER is ffmpeg's encoder
@@ -310,10 +360,14 @@ def plan_metadata(streams: list[Any], sides: list[SidePath], opts: StreamOptions
     for index, stream in enumerate(streams):
         nth = counts.get(stream.type, 0)
         counts[stream.type] = nth + 1
-        st_tags = {} if opts.map_metadata == "-1" else {
-            k: v for k, v in stream.metadata.items() if k.lower() not in ("encoder", "duration")}
-        enc = encoders.get(index) or (video_encoder if stream.type == "video" and index not in
-                                      [s.out_index for s in sides] else None)
+        st_tags = (
+            {}
+            if opts.map_metadata == "-1"
+            else {k: v for k, v in stream.metadata.items() if k.lower() not in ("encoder", "duration")}
+        )
+        enc = encoders.get(index) or (
+            video_encoder if stream.type == "video" and index not in [s.out_index for s in sides] else None
+        )
         if enc is not None:
             st_tags["encoder"] = f"{lavc} {enc}"
         letter = {"video": "v", "audio": "a", "subtitle": "s", "data": "d", "attachment": "t"}[stream.type]

@@ -41,10 +41,21 @@ class AudioEncodePath(SidePath):
     media_type = "audio"
     decodes_audio = True
 
-    def __init__(self, stream: Any, out_index: int, *, codec: str,
-                 filters: Sequence[tuple[str, str | None]] = (), filters_text: str = "",
-                 sample_rate: int | None = None, channels: int | None = None, bit_rate: int | None = None,
-                 codec_options: dict[str, str] | None = None, bitexact: bool = False, **kw: Any) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        out_index: int,
+        *,
+        codec: str,
+        filters: Sequence[tuple[str, str | None]] = (),
+        filters_text: str = "",
+        sample_rate: int | None = None,
+        channels: int | None = None,
+        bit_rate: int | None = None,
+        codec_options: dict[str, str] | None = None,
+        bitexact: bool = False,
+        **kw: Any,
+    ) -> None:
         import av
 
         super().__init__(stream, out_index, **kw)
@@ -63,8 +74,14 @@ class AudioEncodePath(SidePath):
         self._dec.thread_type = "AUTO"
         fmt = self._aformat(sample_rate, channels)
         in_start, in_dur = self.input_trim
-        trim = ":".join(arg for arg in (None if in_start is None else f"starti={in_start}us",
-                                        None if in_dur is None else f"durationi={in_dur}us") if arg)
+        trim = ":".join(
+            arg
+            for arg in (
+                None if in_start is None else f"starti={in_start}us",
+                None if in_dur is None else f"durationi={in_dur}us",
+            )
+            if arg
+        )
         # the input's trim first (ffmpeg's configure_input_audio_filter), then -af, then the aformat
         self._filters = [*([("atrim", trim)] if trim else []), *filters, *([("aformat", fmt)] if fmt else [])]
         text = ",".join(part for part in (filters_text, f"aformat={fmt}" if fmt else "") if part)
@@ -72,14 +89,15 @@ class AudioEncodePath(SidePath):
 
         if self._dec.layout.name.endswith(" channels"):  # unspecified order: ffmpeg's guess_input_channel_layout
             self._dec.layout = default_layout(self._dec.channels)
-        self.info = probe_audio_chain(text, sample_fmt=self._dec.format.name, sample_rate=self._dec.sample_rate,
-                                      layout=self._dec.layout.name)
+        self.info = probe_audio_chain(
+            text, sample_fmt=self._dec.format.name, sample_rate=self._dec.sample_rate, layout=self._dec.layout.name
+        )
         self.time_base = Fraction(1, self.info.sample_rate)
         self.encoder: Any = None
         self._graph: Any = None
         self._graph_key: tuple[str, int, str] | None = None
         self._decoded: deque[Any] = deque()  # decoded, waiting for the encoder (None: end of stream)
-        self._synced: deque[Any] = deque()   # filtered, waiting for the video (sync queue)
+        self._synced: deque[Any] = deque()  # filtered, waiting for the video (sync queue)
         self._flushed = False
         self._trimmed = False
         self._start_shift = 0
@@ -141,8 +159,14 @@ class AudioEncodePath(SidePath):
         except (av.FFmpegError, ValueError) as exc:
             raise from_av_error(exc) from exc
         self.encoder = enc
-        return HashStream("audio", self._codec.canonical_name, self.time_base, sample_rate=self.info.sample_rate,
-                          layout=self.info.layout, extradata=bytes(enc.extradata) if enc.extradata else None)
+        return HashStream(
+            "audio",
+            self._codec.canonical_name,
+            self.time_base,
+            sample_rate=self.info.sample_rate,
+            layout=self.info.layout,
+            extradata=bytes(enc.extradata) if enc.extradata else None,
+        )
 
     def attach(self, sink: Sink) -> None:
         super().attach(sink)

@@ -105,11 +105,12 @@ def version_header(program: str, version: str) -> str:
     import av
 
     avf, _ = _load()
-    lines = [f"{program} version {version} Copyright (c) 2000-2026 the FFmpeg developers",
-             f"  built with PyAV {av.__version__}",
-             f"  configuration: {(avf.avformat_configuration() or b'').decode()}"]
-    for lib in ("libavutil", "libavcodec", "libavformat", "libavdevice", "libavfilter", "libswscale",
-                "libswresample"):
+    lines = [
+        f"{program} version {version} Copyright (c) 2000-2026 the FFmpeg developers",
+        f"  built with PyAV {av.__version__}",
+        f"  configuration: {(avf.avformat_configuration() or b'').decode()}",
+    ]
+    for lib in ("libavutil", "libavcodec", "libavformat", "libavdevice", "libavfilter", "libswscale", "libswresample"):
         v = av.library_versions.get(lib)
         if v:
             text = f"{v[0]:2d}.{v[1]:3d}.{v[2]:3d}"
@@ -139,8 +140,10 @@ def stream_mapping(lines: list[tuple[int, int, str | None, str | None]], *, comp
             out.append(f"  Stream #0:{src} ({dec}) -> {complex_chain}:default")
             out.append(f"  {complex_chain}:default -> Stream #0:{dst} ({enc})")
         else:
-            out.append(f"  Stream #0:{src} -> #0:{dst} ({_coder(dec or '', dec or '')} -> "
-                       f"{_coder(enc_codec.canonical_name, enc)})")
+            out.append(
+                f"  Stream #0:{src} -> #0:{dst} ({_coder(dec or '', dec or '')} -> "
+                f"{_coder(enc_codec.canonical_name, enc)})"
+            )
     return "\n".join(out)
 
 

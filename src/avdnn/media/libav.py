@@ -55,8 +55,7 @@ class _Rational(ctypes.Structure):
 
 
 class _ChLayout(ctypes.Structure):  # libavutil/channel_layout.h AVChannelLayout
-    _fields_ = [("order", ctypes.c_int), ("nb_channels", ctypes.c_int), ("mask", ctypes.c_uint64),
-                ("opaque", _P)]
+    _fields_ = [("order", ctypes.c_int), ("nb_channels", ctypes.c_int), ("mask", ctypes.c_uint64), ("opaque", _P)]
 
 
 class _PixDescHead(ctypes.Structure):  # libavutil/pixdesc.h AVPixFmtDescriptor, name and nb_components
@@ -65,26 +64,50 @@ class _PixDescHead(ctypes.Structure):  # libavutil/pixdesc.h AVPixFmtDescriptor,
 
 class _AVOption(ctypes.Structure):  # libavutil/opt.h
     _fields_ = [
-        ("name", ctypes.c_char_p), ("help", ctypes.c_char_p),
-        ("offset", ctypes.c_int), ("type", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("help", ctypes.c_char_p),
+        ("offset", ctypes.c_int),
+        ("type", ctypes.c_int),
         ("default_val", ctypes.c_int64),  # union {i64; dbl; str; q; arr}: reinterpreted below
-        ("min", ctypes.c_double), ("max", ctypes.c_double),
-        ("flags", ctypes.c_int), ("unit", ctypes.c_char_p),
+        ("min", ctypes.c_double),
+        ("max", ctypes.c_double),
+        ("flags", ctypes.c_int),
+        ("unit", ctypes.c_char_p),
     ]
 
 
 class _AVFilter(ctypes.Structure):  # libavfilter/avfilter.h, public head only
     _fields_ = [
-        ("name", ctypes.c_char_p), ("description", ctypes.c_char_p),
-        ("inputs", _P), ("outputs", _P), ("priv_class", _P), ("flags", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("description", ctypes.c_char_p),
+        ("inputs", _P),
+        ("outputs", _P),
+        ("priv_class", _P),
+        ("flags", ctypes.c_int),
     ]
 
 
 _OPT_TYPES = {  # enum AVOptionType, libavutil >= 59 (starts at 1)
-    1: "flags", 2: "int", 3: "int64", 4: "double", 5: "float", 6: "string", 7: "rational",
-    8: "binary", 9: "dict", 10: "uint64", 11: "const", 12: "image_size", 13: "pixel_fmt",
-    14: "sample_fmt", 15: "video_rate", 16: "duration", 17: "color", 18: "bool",
-    19: "chlayout", 20: "uint",
+    1: "flags",
+    2: "int",
+    3: "int64",
+    4: "double",
+    5: "float",
+    6: "string",
+    7: "rational",
+    8: "binary",
+    9: "dict",
+    10: "uint64",
+    11: "const",
+    12: "image_size",
+    13: "pixel_fmt",
+    14: "sample_fmt",
+    15: "video_rate",
+    16: "duration",
+    17: "color",
+    18: "bool",
+    19: "chlayout",
+    20: "uint",
 }
 _OPT_FLAG_ARRAY = 1 << 16
 _DBL_TYPES = {"double", "float", "rational"}
@@ -182,8 +205,14 @@ def _q(r: _Rational) -> Fraction | None:
 
 
 def probe_chain(
-    chain: str, *, width: int, height: int, pix_fmt: str, time_base: Fraction,
-    frame_rate: Fraction | None = None, sar: Fraction | None = None,
+    chain: str,
+    *,
+    width: int,
+    height: int,
+    pix_fmt: str,
+    time_base: Fraction,
+    frame_rate: Fraction | None = None,
+    sar: Fraction | None = None,
 ) -> ChainInfo:
     """Configure ``buffer,<chain>,buffersink`` for the given input and report the sink side.
 
@@ -191,11 +220,12 @@ def probe_chain(
     Raises the :mod:`avdnn.errors` leaf for the libavfilter error code.
     """
     if width <= 0 or height <= 0 or time_base <= 0 or not re.fullmatch(r"\w+", pix_fmt):
-        raise errors.InvalidArgumentError(
-            f"invalid probe input: {width}x{height} {pix_fmt!r} time_base {time_base}")
+        raise errors.InvalidArgumentError(f"invalid probe input: {width}x{height} {pix_fmt!r} time_base {time_base}")
     tb, s = Fraction(time_base), Fraction(sar) if sar else Fraction(0, 1)
-    src = (f"buffer=video_size={width}x{height}:pix_fmt={pix_fmt}"
-           f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={s.numerator}/{s.denominator}")
+    src = (
+        f"buffer=video_size={width}x{height}:pix_fmt={pix_fmt}"
+        f":time_base={tb.numerator}/{tb.denominator}:pixel_aspect={s.numerator}/{s.denominator}"
+    )
     if frame_rate:
         fr = Fraction(frame_rate)
         src += f":frame_rate={fr.numerator}/{fr.denominator}"
@@ -210,8 +240,9 @@ def probe_chain(
         if ret >= 0:
             ret = avf.avfilter_graph_config(graph, None)
         if ret < 0:
-            raise errors.from_code(ret, f"cannot configure filter chain {chain!r} on "
-                                        f"{width}x{height} {pix_fmt}: {_strerror(avu, ret)}")
+            raise errors.from_code(
+                ret, f"cannot configure filter chain {chain!r} on {width}x{height} {pix_fmt}: {_strerror(avu, ret)}"
+            )
         sink = avf.avfilter_graph_get_filter(graph, _SINK.encode())
         if not sink:
             raise errors.from_code(errors.AVERROR_BUG, f"probe graph has no {_SINK}")
@@ -248,8 +279,7 @@ def probe_audio_chain(chain: str, *, sample_fmt: str, sample_rate: int, layout: 
     """
     if sample_rate <= 0 or not re.fullmatch(r"\w+", sample_fmt) or not re.fullmatch(r"[\w.()+-]+", layout):
         raise errors.InvalidArgumentError(f"invalid audio probe input: {sample_fmt!r} {sample_rate} {layout!r}")
-    src = (f"abuffer=sample_fmt={sample_fmt}:sample_rate={sample_rate}:channel_layout={layout}"
-           f":time_base=1/{sample_rate}")
+    src = f"abuffer=sample_fmt={sample_fmt}:sample_rate={sample_rate}:channel_layout={layout}:time_base=1/{sample_rate}"
     sink_name = "abuffersink@avdnn_out"
     text = ",".join(part for part in (src, chain, sink_name) if part)
     avu, avf = _load()
@@ -263,8 +293,11 @@ def probe_audio_chain(chain: str, *, sample_fmt: str, sample_rate: int, layout: 
         if ret >= 0:
             ret = avf.avfilter_graph_config(graph, None)
         if ret < 0:
-            raise errors.from_code(ret, f"cannot configure audio filter chain {chain!r} on "
-                                        f"{sample_rate} Hz {layout} {sample_fmt}: {_strerror(avu, ret)}")
+            raise errors.from_code(
+                ret,
+                f"cannot configure audio filter chain {chain!r} on "
+                f"{sample_rate} Hz {layout} {sample_fmt}: {_strerror(avu, ret)}",
+            )
         sink = avf.avfilter_graph_get_filter(graph, sink_name.encode())
         fmt = avu.av_get_sample_fmt_name(avf.av_buffersink_get_format(sink))
         avf.av_buffersink_get_ch_layout(sink, ctypes.byref(layout_out))
@@ -352,9 +385,11 @@ def filter_info(name: str) -> FilterInfo | None:
         return None
     c = f.contents
     return FilterInfo(
-        name=_s(c.name) or name, description=_s(c.description),
+        name=_s(c.name) or name,
+        description=_s(c.description),
         nb_inputs=avf.avfilter_filter_pad_count(f, 0),
-        nb_outputs=avf.avfilter_filter_pad_count(f, 1), flags=c.flags,
+        nb_outputs=avf.avfilter_filter_pad_count(f, 1),
+        flags=c.flags,
     )
 
 
@@ -382,10 +417,20 @@ def _walk(avu: ctypes.CDLL, cls: int, seen: set[int] | None, out: list[OptionInf
         o = opt.contents
         array = bool(o.type & _OPT_FLAG_ARRAY)
         kind = _OPT_TYPES.get(o.type & ~_OPT_FLAG_ARRAY, f"unknown({o.type})")
-        out.append(OptionInfo(
-            name=_s(o.name) or "", help=_s(o.help), type=kind, default=_default(o, kind, array),
-            min=o.min, max=o.max, unit=_s(o.unit), flags=o.flags, array=array, owner=owner,
-        ))
+        out.append(
+            OptionInfo(
+                name=_s(o.name) or "",
+                help=_s(o.help),
+                type=kind,
+                default=_default(o, kind, array),
+                min=o.min,
+                max=o.max,
+                unit=_s(o.unit),
+                flags=o.flags,
+                array=array,
+                owner=owner,
+            )
+        )
         opt = avu.av_opt_next(fake_obj, opt)
     if seen is None:
         return
@@ -425,8 +470,9 @@ def option_consts(name: str, option: str) -> list[str]:
     opt = next((o for o in opts if o.name == option and o.type != "const"), None)
     if opt is None or opt.unit is None:
         return []
-    return list(dict.fromkeys(
-        o.name for o in opts if o.type == "const" and o.unit == opt.unit and o.owner == opt.owner))
+    return list(
+        dict.fromkeys(o.name for o in opts if o.type == "const" and o.unit == opt.unit and o.owner == opt.owner)
+    )
 
 
 _avcodec: ctypes.CDLL | None = None
@@ -440,8 +486,10 @@ def parse_video_size(text: str) -> tuple[int, int] | None:
     avu, _ = _load()
     w, h = ctypes.c_int(0), ctypes.c_int(0)
     fn = avu.av_parse_video_size
-    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int),
-                                             ctypes.c_char_p]
+    fn.restype, fn.argtypes = (
+        ctypes.c_int,
+        [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_char_p],
+    )
     if fn(ctypes.byref(w), ctypes.byref(h), text.encode()) < 0:
         return None
     return w.value, h.value
@@ -459,13 +507,25 @@ def _av_classes() -> dict[str, int]:
     with _lock:
         if _classes is None:
             found: dict[str, int] = {}
-            for stem, getter in (("avcodec", "avcodec_get_class"), ("avformat", "avformat_get_class"),
-                                 ("swscale", "sws_get_class"), ("swresample", "swr_get_class")):
+            for stem, getter in (
+                ("avcodec", "avcodec_get_class"),
+                ("avformat", "avformat_get_class"),
+                ("swscale", "sws_get_class"),
+                ("swresample", "swr_get_class"),
+            ):
                 lib = ctypes.CDLL(_find(stem))
                 _fn(lib, getter, _P)
                 found[stem] = int(getattr(lib, getter)())
-            _fn(avu, "av_opt_find", ctypes.POINTER(_AVOption), _P, ctypes.c_char_p, ctypes.c_char_p,
-                ctypes.c_int, ctypes.c_int)
+            _fn(
+                avu,
+                "av_opt_find",
+                ctypes.POINTER(_AVOption),
+                _P,
+                ctypes.c_char_p,
+                ctypes.c_char_p,
+                ctypes.c_int,
+                ctypes.c_int,
+            )
             _classes = found
         return _classes
 
@@ -483,8 +543,11 @@ def av_option_owner(name: str) -> str | None:
         flags = AV_OPT_SEARCH_FAKE_OBJ | (AV_OPT_SEARCH_CHILDREN if stem in ("avcodec", "avformat") else 0)
         if avu.av_opt_find(ctypes.byref(holder), base, None, 0, flags):
             return stem
-        if stem == "avcodec" and base[:1] in (b"v", b"a", b"s") and avu.av_opt_find(
-                ctypes.byref(holder), base[1:], None, 0, AV_OPT_SEARCH_FAKE_OBJ):
+        if (
+            stem == "avcodec"
+            and base[:1] in (b"v", b"a", b"s")
+            and avu.av_opt_find(ctypes.byref(holder), base[1:], None, 0, AV_OPT_SEARCH_FAKE_OBJ)
+        ):
             return stem
     return None
 
@@ -495,8 +558,17 @@ def _encoder(name: str) -> tuple[ctypes.CDLL, int | None]:
         if _avcodec is None:
             lib = ctypes.CDLL(_find("avcodec"))
             _fn(lib, "avcodec_find_encoder_by_name", _P, ctypes.c_char_p)
-            _fn(lib, "avcodec_get_supported_config", ctypes.c_int, _P, _P, ctypes.c_int, ctypes.c_uint,
-                ctypes.POINTER(_P), ctypes.POINTER(ctypes.c_int))
+            _fn(
+                lib,
+                "avcodec_get_supported_config",
+                ctypes.c_int,
+                _P,
+                _P,
+                ctypes.c_int,
+                ctypes.c_uint,
+                ctypes.POINTER(_P),
+                ctypes.POINTER(ctypes.c_int),
+            )
             _avcodec = lib
         lib = _avcodec
     return lib, lib.avcodec_find_encoder_by_name(name.encode())
@@ -513,8 +585,13 @@ def encoder_channel_layouts(name: str) -> list[str] | None:
     if not codec:
         return None
     out, count = _P(), ctypes.c_int(0)
-    if lib.avcodec_get_supported_config(None, codec, _AV_CODEC_CONFIG_CHANNEL_LAYOUT, 0,
-                                        ctypes.byref(out), ctypes.byref(count)) < 0 or not out:
+    if (
+        lib.avcodec_get_supported_config(
+            None, codec, _AV_CODEC_CONFIG_CHANNEL_LAYOUT, 0, ctypes.byref(out), ctypes.byref(count)
+        )
+        < 0
+        or not out
+    ):
         return None
     layouts = ctypes.cast(out, ctypes.POINTER(_ChLayout))
     names = []
@@ -535,8 +612,13 @@ def encoder_color_ranges(name: str) -> list[str] | None:
     if not codec:
         return None
     out, count = _P(), ctypes.c_int(0)
-    if lib.avcodec_get_supported_config(None, codec, _AV_CODEC_CONFIG_COLOR_RANGE, 0,
-                                        ctypes.byref(out), ctypes.byref(count)) < 0 or not out:
+    if (
+        lib.avcodec_get_supported_config(
+            None, codec, _AV_CODEC_CONFIG_COLOR_RANGE, 0, ctypes.byref(out), ctypes.byref(count)
+        )
+        < 0
+        or not out
+    ):
         return None
     values = ctypes.cast(out, ctypes.POINTER(ctypes.c_int))
     ranges = [_COLOR_RANGES[values[i]] for i in range(count.value) if values[i] in _COLOR_RANGES]

@@ -22,30 +22,61 @@ _P = ctypes.c_void_p
 
 
 class _Codec(ctypes.Structure):  # libavcodec/codec.h AVCodec, public head
-    _fields_ = [("name", ctypes.c_char_p), ("long_name", ctypes.c_char_p), ("type", ctypes.c_int),
-                ("id", ctypes.c_int), ("capabilities", ctypes.c_int)]
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("long_name", ctypes.c_char_p),
+        ("type", ctypes.c_int),
+        ("id", ctypes.c_int),
+        ("capabilities", ctypes.c_int),
+    ]
 
 
 class _Descriptor(ctypes.Structure):  # libavcodec/codec_desc.h AVCodecDescriptor
-    _fields_ = [("id", ctypes.c_int), ("type", ctypes.c_int), ("name", ctypes.c_char_p),
-                ("long_name", ctypes.c_char_p), ("props", ctypes.c_int)]
+    _fields_ = [
+        ("id", ctypes.c_int),
+        ("type", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("long_name", ctypes.c_char_p),
+        ("props", ctypes.c_int),
+    ]
 
 
 class _Muxer(ctypes.Structure):  # libavformat/avformat.h AVOutputFormat, public head
-    _fields_ = [("name", ctypes.c_char_p), ("long_name", ctypes.c_char_p), ("mime_type", ctypes.c_char_p),
-                ("extensions", ctypes.c_char_p), ("audio_codec", ctypes.c_int), ("video_codec", ctypes.c_int),
-                ("subtitle_codec", ctypes.c_int), ("flags", ctypes.c_int), ("codec_tag", _P), ("priv_class", _P)]
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("long_name", ctypes.c_char_p),
+        ("mime_type", ctypes.c_char_p),
+        ("extensions", ctypes.c_char_p),
+        ("audio_codec", ctypes.c_int),
+        ("video_codec", ctypes.c_int),
+        ("subtitle_codec", ctypes.c_int),
+        ("flags", ctypes.c_int),
+        ("codec_tag", _P),
+        ("priv_class", _P),
+    ]
 
 
 class _Demuxer(ctypes.Structure):  # AVInputFormat, public head
-    _fields_ = [("name", ctypes.c_char_p), ("long_name", ctypes.c_char_p), ("flags", ctypes.c_int),
-                ("extensions", ctypes.c_char_p), ("codec_tag", _P), ("priv_class", _P)]
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("long_name", ctypes.c_char_p),
+        ("flags", ctypes.c_int),
+        ("extensions", ctypes.c_char_p),
+        ("codec_tag", _P),
+        ("priv_class", _P),
+    ]
 
 
 class _Class(ctypes.Structure):  # libavutil/log.h AVClass head
-    _fields_ = [("class_name", ctypes.c_char_p), ("item_name", _P), ("option", _P), ("version", ctypes.c_int),
-                ("log_level_offset_offset", ctypes.c_int), ("parent_log_context_offset", ctypes.c_int),
-                ("category", ctypes.c_int)]
+    _fields_ = [
+        ("class_name", ctypes.c_char_p),
+        ("item_name", _P),
+        ("option", _P),
+        ("version", ctypes.c_int),
+        ("log_level_offset_offset", ctypes.c_int),
+        ("parent_log_context_offset", ctypes.c_int),
+        ("category", ctypes.c_int),
+    ]
 
 
 class _Component(ctypes.Structure):
@@ -53,8 +84,14 @@ class _Component(ctypes.Structure):
 
 
 class _PixDesc(ctypes.Structure):  # libavutil/pixdesc.h AVPixFmtDescriptor
-    _fields_ = [("name", ctypes.c_char_p), ("nb_components", ctypes.c_uint8), ("log2_chroma_w", ctypes.c_uint8),
-                ("log2_chroma_h", ctypes.c_uint8), ("flags", ctypes.c_uint64), ("comp", _Component * 4)]
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("nb_components", ctypes.c_uint8),
+        ("log2_chroma_w", ctypes.c_uint8),
+        ("log2_chroma_h", ctypes.c_uint8),
+        ("flags", ctypes.c_uint64),
+        ("comp", _Component * 4),
+    ]
 
 
 _CAP_DRAW_HORIZ_BAND, _CAP_DR1, _CAP_EXPERIMENTAL = 1 << 0, 1 << 1, 1 << 9
@@ -121,19 +158,32 @@ def _is_encoder(c: _Codec) -> bool:
 def coders_text(encoder: bool) -> str:
     """``-encoders`` / ``-decoders`` (opt_common.c print_codecs)."""
     kind = "Encoders" if encoder else "Decoders"
-    lines = [f"{kind}:", " V..... = Video", " A..... = Audio", " S..... = Subtitle",
-             " .F.... = Frame-level multithreading", " ..S... = Slice-level multithreading",
-             " ...X.. = Codec is experimental", " ....B. = Supports draw_horiz_band",
-             " .....D = Supports direct rendering method 1", " ------"]
+    lines = [
+        f"{kind}:",
+        " V..... = Video",
+        " A..... = Audio",
+        " S..... = Subtitle",
+        " .F.... = Frame-level multithreading",
+        " ..S... = Slice-level multithreading",
+        " ...X.. = Codec is experimental",
+        " ....B. = Supports draw_horiz_band",
+        " .....D = Supports direct rendering method 1",
+        " ------",
+    ]
     codecs = [c for c in _codecs() if _is_encoder(c) == encoder]
     for d in _descriptors():
         for c in codecs:
             if c.id != d.id:
                 continue
             cap = c.capabilities
-            flags = (_TYPE_CHARS.get(c.type, "?") + ("F" if cap & _CAP_FRAME_THREADS else ".")
-                     + ("S" if cap & _CAP_SLICE_THREADS else ".") + ("X" if cap & _CAP_EXPERIMENTAL else ".")
-                     + ("B" if cap & _CAP_DRAW_HORIZ_BAND else ".") + ("D" if cap & _CAP_DR1 else "."))
+            flags = (
+                _TYPE_CHARS.get(c.type, "?")
+                + ("F" if cap & _CAP_FRAME_THREADS else ".")
+                + ("S" if cap & _CAP_SLICE_THREADS else ".")
+                + ("X" if cap & _CAP_EXPERIMENTAL else ".")
+                + ("B" if cap & _CAP_DRAW_HORIZ_BAND else ".")
+                + ("D" if cap & _CAP_DR1 else ".")
+            )
             line = f" {flags} {_s(c.name):<20} {_s(c.long_name)}"
             if c.name != d.name:
                 line += f" (codec {_s(d.name)})"
@@ -143,19 +193,34 @@ def coders_text(encoder: bool) -> str:
 
 def codecs_text() -> str:
     """``-codecs`` (opt_common.c show_codecs)."""
-    lines = ["Codecs:", " D..... = Decoding supported", " .E.... = Encoding supported", " ..V... = Video codec",
-             " ..A... = Audio codec", " ..S... = Subtitle codec", " ..D... = Data codec",
-             " ..T... = Attachment codec", " ...I.. = Intra frame-only codec", " ....L. = Lossy compression",
-             " .....S = Lossless compression", " -------"]
+    lines = [
+        "Codecs:",
+        " D..... = Decoding supported",
+        " .E.... = Encoding supported",
+        " ..V... = Video codec",
+        " ..A... = Audio codec",
+        " ..S... = Subtitle codec",
+        " ..D... = Data codec",
+        " ..T... = Attachment codec",
+        " ...I.. = Intra frame-only codec",
+        " ....L. = Lossy compression",
+        " .....S = Lossless compression",
+        " -------",
+    ]
     codecs = list(_codecs())
     for d in _descriptors():
         if b"_deprecated" in (d.name or b""):
             continue
         dec = [c for c in codecs if c.id == d.id and not _is_encoder(c)]
         enc = [c for c in codecs if c.id == d.id and _is_encoder(c)]
-        flags = (("D" if dec else ".") + ("E" if enc else ".") + _TYPE_CHARS.get(d.type, "?")
-                 + ("I" if d.props & _PROP_INTRA_ONLY else ".") + ("L" if d.props & _PROP_LOSSY else ".")
-                 + ("S" if d.props & _PROP_LOSSLESS else "."))
+        flags = (
+            ("D" if dec else ".")
+            + ("E" if enc else ".")
+            + _TYPE_CHARS.get(d.type, "?")
+            + ("I" if d.props & _PROP_INTRA_ONLY else ".")
+            + ("L" if d.props & _PROP_LOSSY else ".")
+            + ("S" if d.props & _PROP_LOSSLESS else ".")
+        )
         line = f" {flags} {_s(d.name):<20} {_s(d.long_name)}"
         for label, group in (("decoders", dec), ("encoders", enc)):
             if any(c.name != d.name for c in group):
@@ -193,19 +258,31 @@ def formats_text(muxers: bool = True, demuxers: bool = True) -> str:
 def pix_fmts_text() -> str:
     """``-pix_fmts`` (opt_common.c show_pix_fmts)."""
     avu, sws = _lib("avutil"), _lib("swscale")
-    lines = ["Pixel formats:", "I.... = Supported Input  format for conversion",
-             ".O... = Supported Output format for conversion", "..H.. = Hardware accelerated format",
-             "...P. = Paletted format", "....B = Bitstream format",
-             "FLAGS NAME            NB_COMPONENTS BITS_PER_PIXEL BIT_DEPTHS", "-----"]
+    lines = [
+        "Pixel formats:",
+        "I.... = Supported Input  format for conversion",
+        ".O... = Supported Output format for conversion",
+        "..H.. = Hardware accelerated format",
+        "...P. = Paletted format",
+        "....B = Bitstream format",
+        "FLAGS NAME            NB_COMPONENTS BITS_PER_PIXEL BIT_DEPTHS",
+        "-----",
+    ]
     d = avu.av_pix_fmt_desc_next(None)
     while d:
         desc, fmt = d.contents, avu.av_pix_fmt_desc_get_id(d)
-        flags = (("I" if sws.sws_isSupportedInput(fmt) else ".") + ("O" if sws.sws_isSupportedOutput(fmt) else ".")
-                 + ("H" if desc.flags & _PIX_FLAG_HWACCEL else ".") + ("P" if desc.flags & _PIX_FLAG_PAL else ".")
-                 + ("B" if desc.flags & _PIX_FLAG_BITSTREAM else "."))
+        flags = (
+            ("I" if sws.sws_isSupportedInput(fmt) else ".")
+            + ("O" if sws.sws_isSupportedOutput(fmt) else ".")
+            + ("H" if desc.flags & _PIX_FLAG_HWACCEL else ".")
+            + ("P" if desc.flags & _PIX_FLAG_PAL else ".")
+            + ("B" if desc.flags & _PIX_FLAG_BITSTREAM else ".")
+        )
         depths = "-".join(str(desc.comp[i].depth) for i in range(max(desc.nb_components, 1)))
-        lines.append(f"{flags} {_s(desc.name):<16}       {desc.nb_components}            "
-                     f"{avu.av_get_bits_per_pixel(d):3d}      {depths}")
+        lines.append(
+            f"{flags} {_s(desc.name):<16}       {desc.nb_components}            "
+            f"{avu.av_get_bits_per_pixel(d):3d}      {depths}"
+        )
         d = avu.av_pix_fmt_desc_next(d)
     return "\n".join(lines) + "\n"
 

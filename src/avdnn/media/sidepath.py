@@ -50,8 +50,9 @@ class StreamStats:
         self.dropped[cause] = self.dropped.get(cause, 0) + n
 
 
-def rescale_delta(in_tb: Fraction, in_ts: int, fs_tb: Fraction, duration: int, last: list[int | None],
-                  out_tb: Fraction) -> int:
+def rescale_delta(
+    in_tb: Fraction, in_ts: int, fs_tb: Fraction, duration: int, last: list[int | None], out_tb: Fraction
+) -> int:
     """libavutil's ``av_rescale_delta``: rescale keeping sample-accurate continuity (``last[0]``)."""
     if last[0] is not None and duration and in_tb > out_tb:
         a = rescale(2 * in_ts - 1, in_tb, fs_tb, "down") >> 1
@@ -65,8 +66,20 @@ def rescale_delta(in_tb: Fraction, in_ts: int, fs_tb: Fraction, duration: int, l
 
 
 #: av_channel_layout_default: the first layout of libavutil's table with that many channels.
-_DEFAULT_LAYOUTS = {1: "mono", 2: "stereo", 3: "2.1", 4: "4.0", 5: "5.0", 6: "5.1", 7: "6.1", 8: "7.1",
-                    10: "5.1.4", 12: "7.1.4", 16: "hexadecagonal", 24: "22.2"}
+_DEFAULT_LAYOUTS = {
+    1: "mono",
+    2: "stereo",
+    3: "2.1",
+    4: "4.0",
+    5: "5.0",
+    6: "5.1",
+    7: "6.1",
+    8: "7.1",
+    10: "5.1.4",
+    12: "7.1.4",
+    16: "hexadecagonal",
+    24: "22.2",
+}
 
 
 def default_layout(channels: int) -> str:
@@ -82,8 +95,15 @@ class SidePath:
     #: The time base of the packets this path hands to the output.
     time_base: Fraction
 
-    def __init__(self, stream: Any, out_index: int, *, offset: Fraction = Fraction(0), label: str = "",
-                 input_trim: tuple[int | None, int | None] = (None, None)) -> None:
+    def __init__(
+        self,
+        stream: Any,
+        out_index: int,
+        *,
+        offset: Fraction = Fraction(0),
+        label: str = "",
+        input_trim: tuple[int | None, int | None] = (None, None),
+    ) -> None:
         self.stream = stream
         #: The input's own trim (-ss with accurate seek, -t/-to), in microseconds: (start, duration).
         self.input_trim = input_trim
@@ -151,12 +171,25 @@ class CopyPath(SidePath):
         ctx = self.stream.codec_context
         extra = bytes(ctx.extradata) if ctx is not None and ctx.extradata else None
         if self.media_type == "audio":
-            return HashStream("audio", self.codec_name, self.time_base, sample_rate=ctx.sample_rate,
-                              layout=ctx.layout.name, extradata=extra)
+            return HashStream(
+                "audio",
+                self.codec_name,
+                self.time_base,
+                sample_rate=ctx.sample_rate,
+                layout=ctx.layout.name,
+                extradata=extra,
+            )
         if self.media_type == "video":
             sar = self.stream.sample_aspect_ratio
-            return HashStream("video", self.codec_name, self.time_base, width=ctx.width, height=ctx.height,
-                              sar=Fraction(sar) if sar else None, extradata=extra)
+            return HashStream(
+                "video",
+                self.codec_name,
+                self.time_base,
+                width=ctx.width,
+                height=ctx.height,
+                sar=Fraction(sar) if sar else None,
+                extradata=extra,
+            )
         return HashStream(self.media_type, self.codec_name, self.time_base, extradata=extra)
 
     def packet(self, packet: Any) -> None:

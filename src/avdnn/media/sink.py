@@ -28,10 +28,32 @@ from .sidepath import SidePath
 from .vsync import VideoSync
 
 #: ffmpeg's image2 codec by file extension (libavformat/img2.c), for -f image2 outputs.
-IMAGE2_CODECS = {"png": "png", "jpg": "mjpeg", "jpeg": "mjpeg", "bmp": "bmp", "tif": "tiff", "tiff": "tiff",
-                 "ppm": "ppm", "pgm": "pgm", "pbm": "pbm", "pam": "pam", "webp": "libwebp", "gif": "gif",
-                 "tga": "targa", "exr": "exr", "qoi": "qoi", "sgi": "sgi", "pcx": "pcx", "dpx": "dpx",
-                 "jp2": "jpeg2000", "j2k": "jpeg2000", "xwd": "xwd", "pfm": "pfm", "phm": "phm", "hdr": "hdr"}
+IMAGE2_CODECS = {
+    "png": "png",
+    "jpg": "mjpeg",
+    "jpeg": "mjpeg",
+    "bmp": "bmp",
+    "tif": "tiff",
+    "tiff": "tiff",
+    "ppm": "ppm",
+    "pgm": "pgm",
+    "pbm": "pbm",
+    "pam": "pam",
+    "webp": "libwebp",
+    "gif": "gif",
+    "tga": "targa",
+    "exr": "exr",
+    "qoi": "qoi",
+    "sgi": "sgi",
+    "pcx": "pcx",
+    "dpx": "dpx",
+    "jp2": "jpeg2000",
+    "j2k": "jpeg2000",
+    "xwd": "xwd",
+    "pfm": "pfm",
+    "phm": "phm",
+    "hdr": "hdr",
+}
 AVFMT_NOTIMESTAMPS = 0x80
 AVFMT_VARIABLE_FPS = 0x400
 AV_CODEC_FLAG_BITEXACT = 0x800000
@@ -258,7 +280,8 @@ class Sink:
         if os.path.exists(path) and not overwrite:
             raise IOFailureError(
                 f"File '{path}' already exists. " + ("Exiting." if overwrite is False else "Use -y to overwrite."),
-                code=-17, file=path,
+                code=-17,
+                file=path,
             )
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent):
@@ -282,8 +305,12 @@ class Sink:
         from .libav import best_pix_fmt
 
         best = best_pix_fmt(names, self.pix_fmt)
-        logging.getLogger("avdnn").warning("Incompatible pixel format '%s' for codec '%s', auto-selecting format "
-                                           "'%s'", self.pix_fmt, self.codec_name, best)
+        logging.getLogger("avdnn").warning(
+            "Incompatible pixel format '%s' for codec '%s', auto-selecting format '%s'",
+            self.pix_fmt,
+            self.codec_name,
+            best,
+        )
         self.pix_fmt = best
 
     def accepted_pix_fmts(self) -> list[str] | None:
@@ -314,8 +341,10 @@ class Sink:
                 self._create_outputs((frame, rate, tb))
         except (av.FFmpegError, ValueError) as exc:
             err = from_av_error(exc, file=self.name)
-            err.message = (f"could not open encoder '{self.codec_name}' for {frame.width}x{frame.height} "
-                           f"{frame.format}: {err.message}")
+            err.message = (
+                f"could not open encoder '{self.codec_name}' for {frame.width}x{frame.height} "
+                f"{frame.format}: {err.message}"
+            )
             raise err from exc
         self._sync = VideoSync(self.fps_mode, tb, self.start_time or 0)
 
@@ -356,8 +385,15 @@ class Sink:
             return stream
         enc.open()
         self._enc = enc
-        return HashStream("video", self._codec.canonical_name, tb, width=frame.width, height=frame.height,
-                          sar=frame.sample_aspect_ratio, extradata=enc.extradata or None)
+        return HashStream(
+            "video",
+            self._codec.canonical_name,
+            tb,
+            width=frame.width,
+            height=frame.height,
+            sar=frame.sample_aspect_ratio,
+            extradata=enc.extradata or None,
+        )
 
     def _side_output(self, side: SidePath) -> tuple[Any, Fraction]:
         """A side stream's output stream (or hash header entry) and time base; its encoder's
@@ -413,8 +449,9 @@ class Sink:
         """Whether the encoder is open (a first frame came, or :meth:`start` was called)."""
         return self._sync is not None
 
-    def start(self, width: int, height: int, pix_fmt: str, *, sar: Fraction | None = None,
-              rate: Fraction | None = None) -> None:
+    def start(
+        self, width: int, height: int, pix_fmt: str, *, sar: Fraction | None = None, rate: Fraction | None = None
+    ) -> None:
         """Open the encoder without a frame: ffmpeg still writes header and trailer when
         no frame reaches the output (``select=0``), from what the filter graph negotiated."""
         if self._sync is None:
@@ -523,8 +560,15 @@ class Sink:
         output stream is furthest behind does.
         """
         with self._video_cond:
-            self._video_cond.wait_for(lambda: self._video_done or self.video_head is None or self._closed
-                                      or self.video_head >= time - lead or stopped())
+            self._video_cond.wait_for(
+                lambda: (
+                    self._video_done
+                    or self.video_head is None
+                    or self._closed
+                    or self.video_head >= time - lead
+                    or stopped()
+                )
+            )
 
     def wake(self) -> None:
         """Wake every :meth:`wait_for_video` (to re-check its ``stopped``)."""
@@ -564,8 +608,15 @@ class Sink:
                     dts = None if dts is None else round(dts * src / tb)
                     duration = round(duration * src / tb)
                 side = [(sd.data_desc, bytes(sd)) for sd in packet.iter_sidedata()]
-                self._hash.write_packet(bytes(packet), index=index, pts=pts, dts=dts, duration=duration,
-                                        flags=_packet_flags(packet), side_data=side)
+                self._hash.write_packet(
+                    bytes(packet),
+                    index=index,
+                    pts=pts,
+                    dts=dts,
+                    duration=duration,
+                    flags=_packet_flags(packet),
+                    side_data=side,
+                )
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.name) from exc
         side_path = self._order[index]

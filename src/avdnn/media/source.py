@@ -107,8 +107,7 @@ class Source:
         self._seek_us = parse_time(seek, "ss")
         self._recording_us = _recording_time(self._seek_us, parse_time(duration, "t"), parse_time(to, "to"))
         if not 0.0 <= max_error_rate <= 1.0:
-            raise InvalidArgumentError(f"max_error_rate {max_error_rate} out of range [0 - 1]",
-                                       option="max_error_rate")
+            raise InvalidArgumentError(f"max_error_rate {max_error_rate} out of range [0 - 1]", option="max_error_rate")
         check_readrate(readrate, readrate_initial_burst)
         if url == "-" or url.startswith("pipe:"):  # ffmpeg's stdin alias; libavformat opens pipe:N itself
             url = "pipe:" if url == "-" else url
@@ -129,8 +128,12 @@ class Source:
         if video and not self._container.streams.video:
             self._container.close()
             raise InvalidArgumentError("no video stream", file=url)
-        self._decoder_args: dict[str, Any] = {"threads": threads, "xerror": xerror, "options": decoder_options,
-                                              "file": url}
+        self._decoder_args: dict[str, Any] = {
+            "threads": threads,
+            "xerror": xerror,
+            "options": decoder_options,
+            "file": url,
+        }
         self._discard = discard
         self._stream: Any = None
         self.decoder: Any = None
@@ -172,8 +175,15 @@ class Source:
         if self._seek_us is not None:
             self._seek(self._seek_us + self._start_us)
 
-    def attach_side(self, index: int, packet: Callable[[Any], None], end: Callable[[], None],
-                    loop: Callable[[], tuple[int, Fraction] | None], *, decodes_audio: bool = False) -> None:
+    def attach_side(
+        self,
+        index: int,
+        packet: Callable[[Any], None],
+        end: Callable[[], None],
+        loop: Callable[[], tuple[int, Fraction] | None],
+        *,
+        decodes_audio: bool = False,
+    ) -> None:
         """A stream that goes around the chain: its packets, its end, and its -stream_loop rewind."""
         self.side_handlers[index] = packet
         self.side_ends.append(end)
@@ -253,10 +263,15 @@ class Source:
     @property
     def counters(self) -> dict[str, int]:
         """Every input counter in one dict, for a run's accounting (names as the attributes)."""
-        return {"frames_read": self.frames_read, "frames_decoded": self.frames_decoded,
-                "frames_trimmed": self.frames_trimmed, "frames_concealed": self.frames_concealed,
-                "decode_errors": self.decode_errors, "packets_corrupt": self.packets_corrupt,
-                **{f"errors.{k}": v for k, v in self.errors.items()}}
+        return {
+            "frames_read": self.frames_read,
+            "frames_decoded": self.frames_decoded,
+            "frames_trimmed": self.frames_trimmed,
+            "frames_concealed": self.frames_concealed,
+            "decode_errors": self.decode_errors,
+            "packets_corrupt": self.packets_corrupt,
+            **{f"errors.{k}": v for k, v in self.errors.items()},
+        }
 
     @property
     def frames_decoded(self) -> int:
@@ -503,7 +518,8 @@ class Source:
         import av
 
         if not (self._container.format.flags & _AVFMT_SEEK_TO_PTS) and any(
-                s.type == "video" and s.codec_context.has_b_frames for s in self._container.streams):
+            s.type == "video" and s.codec_context.has_b_frames for s in self._container.streams
+        ):
             ts -= 3 * AV_TIME_BASE // 23  # ffmpeg's dts heuristic for streams with a video delay
         try:
             self._container.seek(ts, backward=True)
@@ -534,15 +550,22 @@ class Source:
 
 
 #: ffmpeg's -discard values (AVDiscard constants) by PyAV's names for them.
-_DISCARD = {"none": "none", "default": "default", "noref": "nonref", "bidir": "bidir", "nointra": "nonintra",
-            "nokey": "nonkey", "all": "all"}
+_DISCARD = {
+    "none": "none",
+    "default": "default",
+    "noref": "nonref",
+    "bidir": "bidir",
+    "nointra": "nonintra",
+    "nokey": "nonkey",
+    "all": "all",
+}
 
 
 def _discard(value: str) -> Any:
     import av.stream
 
     if value not in _DISCARD:
-        raise InvalidArgumentError(f"Unable to parse option value \"{value}\"", option="discard")
+        raise InvalidArgumentError(f'Unable to parse option value "{value}"', option="discard")
     return av.stream.Discard[_DISCARD[value]]
 
 

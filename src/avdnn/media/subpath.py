@@ -35,8 +35,11 @@ class SubtitleEncodePath(SidePath):
         dec = stream.codec_context
         src = av.Codec(dec.name, "r")
         if not ((src.text_sub and self._codec.text_sub) or (src.bitmap_sub and self._codec.bitmap_sub)):
-            raise InvalidArgumentError("Subtitle encoding currently only possible from text to text or bitmap to "
-                                       f"bitmap ({dec.name} -> {codec})", option="c:s")
+            raise InvalidArgumentError(
+                "Subtitle encoding currently only possible from text to text or bitmap to "
+                f"bitmap ({dec.name} -> {codec})",
+                option="c:s",
+            )
         try:
             dec.open()
         except av.FFmpegError as exc:
@@ -65,8 +68,9 @@ class SubtitleEncodePath(SidePath):
         self._configure(enc)
         enc.open()
         self.encoder = enc
-        return HashStream("subtitle", self._codec.canonical_name, _US,
-                          extradata=bytes(enc.extradata) if enc.extradata else None)
+        return HashStream(
+            "subtitle", self._codec.canonical_name, _US, extradata=bytes(enc.extradata) if enc.extradata else None
+        )
 
     def packet(self, packet: Any) -> None:
         import av
