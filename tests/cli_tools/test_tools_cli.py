@@ -445,3 +445,19 @@ def test_second_input_banner_and_bad_map(mkv: str, wav: str) -> None:
     assert bad.returncode == 234 and b"Invalid input file index: 2." in bad.stderr
     second_video = _avdnn(["-hide_banner", "-v", "error", "-i", wav, "-i", mkv, "-map", "1:v", "-f", "null", "-"])
     assert second_video.returncode != 0 and b"the video of input #1" in second_video.stderr
+
+
+def test_a_broken_pipe_with_copied_audio_reads_no_further_and_balances(clip: dict[str, str]) -> None:
+    """After the output failed nothing more is read for it, and the books report no false violation."""
+    argv = [sys.executable, "-m", "avdnn", "-hide_banner", "-nostats", "-nostdin", "-i", clip["bigbuckbunny"],
+            "-c:a", "copy", "-f", "matroska", "-"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.read(100_000)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    text = err.decode()
+    assert proc.returncode == 224, text
+    assert "accounting violation" not in text and "Broken pipe" in text
+    read = int(text.split("stream 0:1 audio: packets read ")[1].split(",")[0])
+    assert read < 249  # the demuxer was not drained to the end into a dead output

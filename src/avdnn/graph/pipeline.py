@@ -71,6 +71,7 @@ class Pipeline:
         self._in_rate = source.info.frame_rate if source.video else None
         self._closed = False
         self._eof = False  # the input was read to its end
+        self._failed = False  # the run is ending with an error
         self._cut_short = False  # a stage took no more input (trim): the ones before it stopped early
         #: set (by the writer thread) when the output wants no more frames or failed
         self._stopping = False
@@ -217,6 +218,7 @@ class Pipeline:
         except BaseException as exc:
             if isinstance(exc, ExitRequestedError) and writer is not None and writer.error is not None:
                 exc = writer.error
+            self._failed = True  # nothing more is read for the output (no drain of the side streams)
             with contextlib.suppress(AvdnnError):  # the first error is the one that ended the run
                 frames.close()
             if writer is not None:
@@ -317,7 +319,13 @@ class Pipeline:
             self._reader.close()  # joins the decoder thread before the input is closed
             self.stats.read_ahead = self.stats.frames_read - self._taken
         first: BaseException | None = None
-        if self.sink is not None and self.stats.error is None and not self._eof and self.sink.sides:
+        if (
+            self.sink is not None
+            and self.stats.error is None
+            and not self._failed
+            and not self._eof
+            and self.sink.sides
+        ):
             sink = self.sink
             # the video stopped before its input's end (-frames:v, a trim): ffmpeg reads on until
             # every other stream has ended too (at the video's end, at the input's -t, or at EOF)

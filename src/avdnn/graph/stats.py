@@ -187,7 +187,9 @@ class RunStats:
         if self.read_ahead:
             out["input (decoded ahead)"] = self.read_ahead
         if self.over_limit:
-            out["output (-frames:v reached)"] = self.over_limit
+            out["output (not written: " + ("the output failed)" if self.output_failed else "-frames:v reached)")] = (
+                self.over_limit
+            )
         return out
 
     def violations(self) -> list[str]:
@@ -209,7 +211,9 @@ class RunStats:
             for a, b in zip(self.stages, self.stages[1:], strict=False):
                 if a.frames_out != b.frames_in:
                     bad.append(f"'{a.label}' gave {a.frames_out} frame(s) but '{b.label}' took {b.frames_in}")
-        if self.output_in or self.over_limit:
+        # After the output itself failed (a broken pipe, a full disk) what reached it is not known packet
+        # by packet (the muxer buffers): the output side is reported, not checked.
+        if (self.output_in or self.over_limit) and not self.output_failed:
             given = self.stages[-1].frames_out if self.stages else self.frames_read - self.read_ahead
             taken = self.frames_written + self.sink_dropped + self.sink_past_time + sum(self.output_failed.values())
             if given != self.output_in + self.over_limit:
@@ -229,7 +233,7 @@ class RunStats:
                 f"the input decoded {ic.get('frames_decoded')} frame(s) but gave {ic.get('frames_read')} and "
                 f"trimmed {ic.get('frames_trimmed')}"
             )
-        for st in self.streams:
+        for st in self.streams if not self.output_failed else ():
             if st.codec == "copy":
                 accounted = st.packets_written + sum(st.dropped.values()) + sum(st.failed.values())
                 if accounted != st.packets_read:
