@@ -449,8 +449,21 @@ def test_second_input_banner_and_bad_map(mkv: str, wav: str) -> None:
 
 def test_a_broken_pipe_with_copied_audio_reads_no_further_and_balances(clip: dict[str, str]) -> None:
     """After the output failed nothing more is read for it, and the books report no false violation."""
-    argv = [sys.executable, "-m", "avdnn", "-hide_banner", "-nostats", "-nostdin", "-i", clip["bigbuckbunny"],
-            "-c:a", "copy", "-f", "matroska", "-"]
+    argv = [
+        sys.executable,
+        "-m",
+        "avdnn",
+        "-hide_banner",
+        "-nostats",
+        "-nostdin",
+        "-i",
+        clip["bigbuckbunny"],
+        "-c:a",
+        "copy",
+        "-f",
+        "matroska",
+        "-",
+    ]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None
     proc.stdout.read(100_000)
