@@ -20,15 +20,11 @@ from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError, NotSupportedError
 from .parse import (
-    _ARGS_TERMS,
-    _NAME_TERMS,
     FilterSpec,
     _check_nul,
-    _get_token,
-    _make_spec,
-    _parse_labels,
     _skip_ws,
     format_chain,
+    parse_filter,
 )
 from .plan import StreamOptions
 
@@ -67,15 +63,7 @@ def _parse(text: str) -> list[list[_Node]]:
     n = len(text)
     pos = _skip_ws(text, 0)
     while pos < n:
-        start = pos
-        inputs, pos = _parse_labels(text, pos)
-        token, pos = _get_token(text, pos, _NAME_TERMS)
-        args = None
-        if pos < n and text[pos] == "=":
-            args, pos = _get_token(text, pos + 1, _ARGS_TERMS)
-        spec = _make_spec(token, args, text[start:])
-        outputs, pos = _parse_labels(text, pos)
-        pos = _skip_ws(text, pos)
+        spec, inputs, outputs, pos = parse_filter(text, pos)
         chains[-1].append(_Node(spec, inputs, outputs))
         if pos >= n:
             break

@@ -128,15 +128,7 @@ def parse_chain(text: str) -> list[FilterSpec]:
     pos = _skip_ws(text, 0)
     found: list[tuple[FilterSpec, list[str], list[str]]] = []
     while pos < n:
-        start = pos
-        inputs, pos = _parse_labels(text, pos)
-        token, pos = _get_token(text, pos, _NAME_TERMS)
-        args = None
-        if pos < n and text[pos] == "=":
-            args, pos = _get_token(text, pos + 1, _ARGS_TERMS)
-        spec = _make_spec(token, args, text[start:])
-        outputs, pos = _parse_labels(text, pos)
-        pos = _skip_ws(text, pos)
+        spec, inputs, outputs, pos = parse_filter(text, pos)
         found.append((spec, inputs, outputs))
         if pos >= n:
             break
@@ -160,6 +152,20 @@ def parse_chain(text: str) -> list[FilterSpec]:
                     "(only a leading [in] and a trailing [out] are accepted)"
                 )
     return [spec for spec, _, _ in found]
+
+
+def parse_filter(text: str, pos: int) -> tuple[FilterSpec, list[str], list[str], int]:
+    """One filter at ``text[pos:]`` with its link labels (``[in]name=args[out]``), as
+    avfilter_graph_parse2 reads it; returns where it stopped (after trailing whitespace)."""
+    start = pos
+    inputs, pos = _parse_labels(text, pos)
+    token, pos = _get_token(text, pos, _NAME_TERMS)
+    args = None
+    if pos < len(text) and text[pos] == "=":
+        args, pos = _get_token(text, pos + 1, _ARGS_TERMS)
+    spec = _make_spec(token, args, text[start:])
+    outputs, pos = _parse_labels(text, pos)
+    return spec, inputs, outputs, _skip_ws(text, pos)
 
 
 def _get_key(s: str, pos: int) -> tuple[str, int] | None:
