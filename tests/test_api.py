@@ -300,6 +300,7 @@ def test_all_is_sorted_and_complete() -> None:
         "filters",
         "dnn",
         "cli",
+        "cliargs",
         "help",
         "zoo",
         "tracking",

@@ -30,6 +30,7 @@ from .errors import (
 
 log = logging.getLogger("avdnn")
 
+
 class Progress:
     """ffmpeg's stderr status line: frame, fps, time, speed."""
 
