@@ -17,11 +17,12 @@ from fractions import Fraction
 from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
-from .errors import InvalidArgumentError, NotSupportedError
+from .errors import InvalidArgumentError
 from .graph.complex import apply_complex, linear_graph
 from .graph.pipeline import Pipeline, ProgressFn
-from .graph.plan import StreamOptions, build_sides, plan_dispositions, plan_metadata, select_streams
+from .graph.plan import StreamOptions
 from .graph.stats import RunStats
+from .graph.wiring import check_input_codecs, plan_output
 from .media.frame import Frame
 from .media.sink import Sink
 from .media.source import Source
@@ -211,7 +212,7 @@ def run(
         video=output is None,
     )
     try:
-        _check_input_codecs(source, input_codecs or {})
+        check_input_codecs(source, input_codecs or {})
         if banner:
             dump_input(source)
         if output is None:
@@ -262,7 +263,7 @@ def run(
             others.append(open_source(url, input_format=fmt, input_options=options, video=False))
             if banner:
                 dump_input(others[-1], k)
-        companions = _plan(source, sink, opts, filters, bitexact=sink.bitexact, others=others)
+        companions = plan_output(source, sink, opts, filters, bitexact=sink.bitexact, others=others)
     except BaseException:
         for other in others:
             other.close()
@@ -298,19 +299,6 @@ def dump_input(source: Source, index: int = 0) -> bool:
     from .media.banner import dump_format
 
     return dump_format(source.container, index, "pipe:" if source.url == "-" else source.url, output=False)
-
-
-def _check_input_codecs(source: Source, names: dict[str, str]) -> None:
-    """The input's ``-c:v``/``-c:a``: avdnn decodes with each stream's own decoder, so it must be that one."""
-    for kind, name in names.items():
-        stream = next((s for s in source.streams if s.type == kind), None)
-        have = stream.codec_context.name if stream is not None and stream.codec_context is not None else "none"
-        if have != name:
-            raise NotSupportedError(
-                f"input -c:{kind[0]} {name}: avdnn decodes the stream with its own decoder "
-                f"({have}); forcing another decoder is not supported yet",
-                option=f"c:{kind[0]}",
-            )
 
 
 def _check_output_options(
@@ -375,80 +363,6 @@ def _stream_options(
             opts.per_stream.setdefault((key, "a"), str(number))
     opts.audio_filters = opts.audio_filters or audio_filters
     return opts
-
-
-def _plan(
-    source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool, others: Sequence[Source] = ()
-) -> list[Any]:
-    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to source and sink.
-
-    Returns the demuxers of the other inputs that feed some of the output's streams (not started).
-    """
-    defaults = {kind: sink.default_codec(kind) for kind in ("video", "audio", "subtitle")}
-    files = {id(s): (k, src.offset) for k, src in enumerate([source, *others]) for s in src.streams}
-    streams = select_streams(
-        list(source.streams), opts, defaults=defaults, more_files=[list(o.streams) for o in others]
-    )
-    chain_given = bool(filters.strip())
-    video = next((s for s in streams if s.type == "video"), None)
-    if (
-        video is not None
-        and opts.lookup(opts.codecs, "video", 0) == "copy"
-        and not (chain_given and "v" not in opts.codecs and "v:0" not in opts.codecs)
-    ):
-        if chain_given:
-            build_sides(
-                streams,
-                opts,
-                video_stream=video,
-                offset=source.offset,
-                bitexact=bitexact,
-                defaults=defaults,
-                chain_given=True,
-            )  # raises: filtering and streamcopy
-        video = None  # the video is copied: nothing is decoded
-    if video is None and chain_given:
-        raise InvalidArgumentError(
-            "a filter chain (-vf) was given but the output has no video stream to filter", option="vf"
-        )
-    if video is not None and files[id(video)][0] != 0:
-        raise NotSupportedError(
-            f"the video of input #{files[id(video)][0]}: the chain's video comes from the "
-            "first input in this version (map its video first: -map 0:v)",
-            option="map",
-        )
-    source.use_video(None if video is None else video.index)
-    sides = build_sides(
-        streams,
-        opts,
-        video_stream=video,
-        offset=source.offset,
-        bitexact=bitexact,
-        defaults=defaults,
-        chain_given=chain_given,
-        input_trim=source.input_trim,
-        file_of=lambda s: files[id(s)],
-    )
-    if sink.muxer_name not in ("md5", "framemd5", "hash", "framehash", "crc", "framecrc"):
-        sink.dispositions = plan_dispositions(streams)
-        sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
-            streams,
-            sides,
-            opts,
-            container=source.container,
-            global_tags=sink.metadata,
-            bitexact=sink.bitexact,
-            video_encoder=None if video is None else sink.codec_name,
-        )
-    sink.display_matrix = lambda: source.output_display_matrix
-    sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
-    from .media.companion import CompanionInput
-
-    return [
-        CompanionInput(other, [s for s in sides if s.input_file == k], sink)
-        for k, other in enumerate(others, start=1)
-        if any(s.input_file == k for s in sides)
-    ]
 
 
 def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()

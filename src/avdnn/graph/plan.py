@@ -237,6 +237,15 @@ def _auto_subtitle(streams: list[Any], muxer_codec: str | None, opts: StreamOpti
     return []
 
 
+def filtered_copy_error() -> InvalidArgumentError:
+    """ffmpeg's refusal of a filter chain on a stream-copied video (exit 234)."""
+    return InvalidArgumentError(
+        "Filtergraph was specified, but codec copy was selected for the "
+        "video stream. Filtering and streamcopy cannot be used together.",
+        option="c:v",
+    )
+
+
 def build_sides(
     streams: list[Any],
     opts: StreamOptions,
@@ -264,11 +273,7 @@ def build_sides(
         codec = opts.lookup(opts.codecs, stream.type, nth)
         if stream is video_stream:
             if codec == "copy" and chain_given:
-                raise InvalidArgumentError(
-                    "Filtergraph was specified, but codec copy was selected for the "
-                    "video stream. Filtering and streamcopy cannot be used together.",
-                    option="c:v",
-                )
+                raise filtered_copy_error()
             continue
         file_index, offset = file_of(stream) if file_of is not None else (0, base_offset)
         label = f"{file_index}:{stream.index} {stream.type}"
