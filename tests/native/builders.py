@@ -29,7 +29,7 @@ from avdnn.dnn.native import (
     save,
 )
 from avdnn.dnn.native.format import IO_INPUT, IO_INTERMEDIATE, IO_OUTPUT
-from avdnn.dnn.native.layers import (
+from avdnn.dnn.native.layerbase import (
     ADD,
     FLOORMOD,
     LEAKY_RELU,

@@ -17,7 +17,7 @@ from avdnn.dnn.native import (
     MirrorPad,
     NativeModel,
 )
-from avdnn.dnn.native.layers import UNARY_NAMES
+from avdnn.dnn.native.layerbase import UNARY_NAMES
 from avdnn.errors import InvalidArgumentError, InvalidDataError, NotSupportedError
 
 F = np.float32

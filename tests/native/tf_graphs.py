@@ -16,7 +16,7 @@ import numpy as np
 from builders import Built
 
 from avdnn.dnn.native import Conv2D, DepthToSpace
-from avdnn.dnn.native.layers import NONE, RELU, SAME, SAME_CLAMP_TO_EDGE, SIGMOID, TANH, VALID
+from avdnn.dnn.native.layerbase import NONE, RELU, SAME, SAME_CLAMP_TO_EDGE, SIGMOID, TANH, VALID
 
 
 def save_pb(built: Built, folder: str | os.PathLike[str], name: str | None = None) -> Path:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import InvalidDataError, NotFoundError
+from .layerbase import Dims
 from .layers import (
     BINARY_NAMES,
     UNARY_NAMES,
@@ -31,7 +32,6 @@ from .layers import (
     Conv2D,
     Dense,
     DepthToSpace,
-    Dims,
     Layer,
     MathBinary,
     MathUnary,

@@ -15,111 +15,29 @@ checked) without running any maths, unlike FFmpeg's dry run on an uninitialised 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
-
-Dims = tuple[int, int, int, int]
-F32 = np.float32
-INT32_MAX = 2**31 - 1
-
-# Conv2D padding methods and activations (FFmpeg's DNNPaddingParam / DNNActivationFunc).
-VALID, SAME, SAME_CLAMP_TO_EDGE = 0, 1, 2
-RELU, TANH, SIGMOID, NONE, LEAKY_RELU = 0, 1, 2, 3, 4
-# MirrorPad modes.
-CONSTANT, REFLECT, SYMMETRIC = 0, 1, 2
-# MathBinary ops.
-SUB, ADD, MUL, REALDIV, MINIMUM, FLOORMOD = range(6)
-BINARY_NAMES = ("sub", "add", "mul", "realdiv", "minimum", "floormod")
-#: MathUnary ops, by code 0..16.
-UNARY_NAMES = (
-    "abs",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "asinh",
-    "acosh",
-    "atanh",
-    "ceil",
-    "floor",
-    "round",
-    "exp",
+from .layerbase import (
+    BINARY_NAMES,
+    CONSTANT,
+    F32,
+    REFLECT,
+    SAME,
+    SAME_CLAMP_TO_EDGE,
+    SYMMETRIC,
+    UNARY_NAMES,
+    VALID,
+    Dims,
+    Layer,
+    _check_size,
+    _fail,
+    _size,
+    activate,
 )
-
-
-def _fail(layer: Layer, msg: str) -> InvalidArgumentError:
-    return InvalidArgumentError(f"native layer {type(layer).__name__}: {msg}")
-
-
-def _known(*vals: int) -> bool:
-    return all(v >= 0 for v in vals)
-
-
-def _check_size(layer: Layer, dims: Dims) -> Dims:
-    """FFmpeg's 'The output data length overflow' check, on the dims that are known."""
-    bad = any(d == 0 or d < -1 for d in dims)
-    if bad or (_known(*dims) and 4 * dims[0] * dims[1] * dims[2] * dims[3] > INT32_MAX):
-        raise _fail(layer, f"The output data length overflow (output dims {list(dims)})")
-    return dims
-
-
-def _size(layer: Layer, size: int, fn: Callable[[int], int]) -> int:
-    """fn(size) for a known size (it must stay > 0); -1 stays -1."""
-    if size < 0:
-        return -1
-    out = fn(size)
-    if out <= 0:
-        raise _fail(layer, f"The output data length overflow (a dimension of {size} becomes {out})")
-    return out
-
-
-def activate(acc: np.ndarray, code: int) -> np.ndarray:
-    """Conv2D/Dense activation with the arithmetic of FFmpeg's built binary.
-
-    tanh is FFmpeg's own 2/(1+exp(-2v))-1 in double (not libm tanh); leaky ReLU's slope is the
-    fixed 0.2 (TensorFlow's alpha is not stored); unknown codes mean no activation.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        if code == RELU:
-            return np.where(acc > 0, acc, F32(0.0))
-        if code == TANH:
-            t = (F32(-2.0) * acc).astype(np.float64)
-            return (2.0 / (1.0 + np.exp(t)) - 1.0).astype(F32)
-        if code == SIGMOID:
-            return (1.0 / (1.0 + np.exp(-acc.astype(np.float64)))).astype(F32)
-        if code == LEAKY_RELU:
-            v = acc.astype(np.float64)
-            pos = v > 0
-            return (np.where(pos, v, 0.0) + 0.2 * np.where(pos, 0.0, v)).astype(F32)
-    return acc
-
-
-@dataclass
-class Layer:
-    """One layer record: parameters plus the operand indexes it reads and writes."""
-
-    type_id: ClassVar[int] = -1
-
-    def inputs(self) -> tuple[int, ...]:
-        """Operand indexes read, in FFmpeg's input-slot order."""
-        return (self.input,)  # type: ignore[attr-defined]
-
-    def output_dims(self, *dims: Dims) -> Dims:
-        """The output operand's dims from the input dims (``-1`` = not known yet)."""
-        raise NotImplementedError
-
-    def forward(self, *xs: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+from .mathops import MathBinary, MathUnary, Maximum
 
 
 def _conv_geometry(k: int, d: int, padding: int) -> tuple[int, int, int]:
@@ -236,143 +154,6 @@ class MirrorPad(Layer):
         if self.mode == CONSTANT:
             return np.pad(x, self.paddings, mode="constant", constant_values=F32(0.0))
         return np.pad(x, self.paddings, mode="reflect" if self.mode == REFLECT else "symmetric")
-
-
-@dataclass
-class Maximum(Layer):
-    """Type 4: out = in > y ? in : y (a NaN input gives y)."""
-
-    type_id: ClassVar[int] = 4
-    y: float
-    input: int
-    output: int
-
-    def output_dims(self, *dims: Dims) -> Dims:
-        return _check_size(self, dims[0])
-
-    def forward(self, *xs: np.ndarray) -> np.ndarray:
-        y = F32(self.y)
-        return np.where(xs[0] > y, xs[0], y)
-
-
-def _binary(op: int, a: np.ndarray | np.float32, b: np.ndarray | np.float32, layer: Layer) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        if op == SUB:
-            return np.subtract(a, b, dtype=F32)
-        if op == ADD:
-            return np.add(a, b, dtype=F32)
-        if op == MUL:
-            return np.multiply(a, b, dtype=F32)
-        if op == REALDIV:
-            return np.divide(a, b, dtype=F32)
-        if op == MINIMUM:
-            return np.where(a > b, b, a).astype(F32)
-        if op == FLOORMOD:
-            # C: (float)((int)a % (int)b): truncation, remainder with the dividend's sign.
-            ia, ib = np.asarray(a).astype(np.int32), np.asarray(b).astype(np.int32)
-            if np.any(ib == 0):
-                raise _fail(layer, "FloorMod by an integer divisor of 0 (FFmpeg dies with SIGFPE)")
-            if np.any((ia == np.iinfo(np.int32).min) & (ib == -1)):
-                raise _fail(layer, "FloorMod INT_MIN % -1 overflows (FFmpeg dies with SIGFPE)")
-            return np.fmod(ia, ib).astype(F32)
-    raise _fail(layer, f"Unmatch math binary operator {op}")
-
-
-@dataclass
-class MathBinary(Layer):
-    """Type 5: sub/add/mul/realdiv/minimum/floormod on tensors or a tensor and a scalar.
-
-    ``lhs``/``rhs`` are an operand index, or a float when ``lhs_scalar``/``rhs_scalar``.
-    """
-
-    type_id: ClassVar[int] = 5
-    op: int
-    lhs_scalar: bool
-    lhs: int | float
-    rhs_scalar: bool
-    rhs: int | float
-    output: int
-
-    def inputs(self) -> tuple[int, ...]:
-        return tuple(int(v) for v, s in ((self.lhs, self.lhs_scalar), (self.rhs, self.rhs_scalar)) if not s)
-
-    def output_dims(self, *dims: Dims) -> Dims:
-        if not 0 <= self.op < len(BINARY_NAMES):
-            raise _fail(self, f"Unmatch math binary operator {self.op}")
-        if len(dims) == 2:
-            a, b = dims
-            if _known(*a, *b) and int(np.prod(b)) < int(np.prod(a)):
-                raise _fail(self, f"second tensor {list(b)} has fewer elements than the first {list(a)}")
-        return _check_size(self, dims[0])
-
-    def forward(self, *xs: np.ndarray) -> np.ndarray:
-        self.output_dims(*(x.shape for x in xs))
-        t = xs[0]
-        if self.lhs_scalar:  # f(s, T) for every op
-            return _binary(self.op, F32(self.lhs), t, self)
-        if self.rhs_scalar:  # f(T, s) for the non-commutative ops, f(s, T) for the others
-            s = F32(self.rhs)
-            if self.op in (SUB, REALDIV, FLOORMOD):
-                return _binary(self.op, t, s, self)
-            return _binary(self.op, s, t, self)
-        a, b = t, xs[1]
-        if b.shape != a.shape:  # element by element over the flat buffer of each image
-            b = b.reshape(b.shape[0], -1)[:, : a[0].size].reshape(a.shape)
-        return _binary(self.op, a, b, self)
-
-
-def _round_half_away(v: np.ndarray) -> np.ndarray:
-    out: np.ndarray = np.copysign(np.floor(np.abs(v) + 0.5), v)
-    return out
-
-
-_UNARY = (
-    None,
-    np.sin,
-    np.cos,
-    np.tan,
-    np.arcsin,
-    np.arccos,
-    np.arctan,
-    np.sinh,
-    np.cosh,
-    np.tanh,
-    np.arcsinh,
-    np.arccosh,
-    np.arctanh,
-    lambda v: np.ceil(v) + 0.0,  # FFmpeg's build (-fno-signed-zeros) never gives -0.0 here
-    lambda v: np.floor(v) + 0.0,
-    _round_half_away,  # C round(): halves away from zero, not numpy's half-to-even
-    np.exp,
-)
-
-
-@dataclass
-class MathUnary(Layer):
-    """Type 6: one of 17 libm functions, evaluated in float64 and rounded to float32."""
-
-    type_id: ClassVar[int] = 6
-    op: int
-    input: int
-    output: int
-
-    def output_dims(self, *dims: Dims) -> Dims:
-        if not 0 <= self.op < len(UNARY_NAMES):
-            raise _fail(self, f"Unmatch math unary operator {self.op}")
-        return _check_size(self, dims[0])
-
-    def forward(self, *xs: np.ndarray) -> np.ndarray:
-        self.output_dims(xs[0].shape)
-        if self.op == 0:
-            absolute: np.ndarray = np.abs(xs[0])  # fabs: clears the sign bit, NaN included
-            return absolute
-        with np.errstate(all="ignore"):
-            fn = _UNARY[self.op]
-            assert fn is not None  # op 0 (fabs) returned above
-            out = fn(xs[0].astype(np.float64)).astype(F32)
-        if self.op in (4, 5):  # glibc's asin/acos give +NaN out of domain, numpy's give -NaN
-            out[np.isnan(out) & ~np.isnan(xs[0])] = F32(np.nan)
-        return out
 
 
 def _pool_geometry(size: int, k: int, s: int, padding: int) -> tuple[int, int]:

@@ -24,7 +24,8 @@ import numpy as np
 
 from ...errors import AvdnnError, InvalidArgumentError, InvalidDataError, NotSupportedError
 from .format import DT_FLOAT, IO_INPUT, IO_OUTPUT, NativeFile, Operand, load, parse
-from .layers import Dims, MirrorPad
+from .layerbase import Dims
+from .layers import MirrorPad
 
 
 @dataclass(frozen=True)
