@@ -22,6 +22,7 @@ from .sidepath import (
     AV_CODEC_FLAG_BITEXACT,
     SidePath,
     default_layout,
+    open_hash_encoder,
     rescale_delta,
 )
 from .timing import rescale
@@ -148,16 +149,9 @@ class AudioEncodePath(SidePath):
         return out
 
     def hash_stream(self) -> Any:
-        import av
-
         from .hashmux import HashStream
 
-        enc = av.CodecContext.create(self.codec_name, "w")
-        self._configure(enc)
-        try:
-            enc.open(strict=False)
-        except (av.FFmpegError, ValueError) as exc:
-            raise from_av_error(exc) from exc
+        enc = open_hash_encoder(self.codec_name, self._configure)
         self.encoder = enc
         return HashStream(
             "audio",

@@ -574,6 +574,17 @@ def _encoder(name: str) -> tuple[ctypes.CDLL, int | None]:
     return lib, lib.avcodec_find_encoder_by_name(name.encode())
 
 
+def _supported_config(name: str, config: int) -> tuple[ctypes.c_void_p, ctypes.c_int] | None:
+    """avcodec_get_supported_config of encoder ``name``: (array, count); None when it takes any."""
+    lib, codec = _encoder(name)
+    if not codec:
+        return None
+    out, count = _P(), ctypes.c_int(0)
+    if lib.avcodec_get_supported_config(None, codec, config, 0, ctypes.byref(out), ctypes.byref(count)) < 0 or not out:
+        return None
+    return out, count
+
+
 def encoder_channel_layouts(name: str) -> list[str] | None:
     """Channel layouts an audio encoder accepts, described as ffmpeg's aformat takes them; None: any.
 
@@ -581,18 +592,10 @@ def encoder_channel_layouts(name: str) -> list[str] | None:
     not 5.1), and PyAV does not report them.
     """
     avu, _ = _load()
-    lib, codec = _encoder(name)
-    if not codec:
+    config = _supported_config(name, _AV_CODEC_CONFIG_CHANNEL_LAYOUT)
+    if config is None:
         return None
-    out, count = _P(), ctypes.c_int(0)
-    if (
-        lib.avcodec_get_supported_config(
-            None, codec, _AV_CODEC_CONFIG_CHANNEL_LAYOUT, 0, ctypes.byref(out), ctypes.byref(count)
-        )
-        < 0
-        or not out
-    ):
-        return None
+    out, count = config
     layouts = ctypes.cast(out, ctypes.POINTER(_ChLayout))
     names = []
     buf = ctypes.create_string_buffer(128)
@@ -608,18 +611,10 @@ def encoder_color_ranges(name: str) -> list[str] | None:
     The ffmpeg CLI adds these to the format= it appends for the encoder (mjpeg wants "pc"),
     which PyAV does not report.
     """
-    lib, codec = _encoder(name)
-    if not codec:
+    config = _supported_config(name, _AV_CODEC_CONFIG_COLOR_RANGE)
+    if config is None:
         return None
-    out, count = _P(), ctypes.c_int(0)
-    if (
-        lib.avcodec_get_supported_config(
-            None, codec, _AV_CODEC_CONFIG_COLOR_RANGE, 0, ctypes.byref(out), ctypes.byref(count)
-        )
-        < 0
-        or not out
-    ):
-        return None
+    out, count = config
     values = ctypes.cast(out, ctypes.POINTER(ctypes.c_int))
     ranges = [_COLOR_RANGES[values[i]] for i in range(count.value) if values[i] in _COLOR_RANGES]
     return ranges or None

@@ -18,10 +18,12 @@ wrote, dropped and failed, by cause (:class:`StreamStats`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from ..errors import from_av_error
 from .timing import rescale
 
 if TYPE_CHECKING:
@@ -85,6 +87,19 @@ _DEFAULT_LAYOUTS = {
 def default_layout(channels: int) -> str:
     """The layout ffmpeg's ``-ac N`` asks for (an unnamed one, ``Nc``, past the table)."""
     return _DEFAULT_LAYOUTS.get(channels, f"{channels}c")
+
+
+def open_hash_encoder(codec_name: str, configure: Callable[[Any], None]) -> Any:
+    """An encoder for a hash muxer's stream (no container to add it to), configured and open."""
+    import av
+
+    enc = av.CodecContext.create(codec_name, "w")
+    configure(enc)
+    try:
+        enc.open(strict=False)
+    except (av.FFmpegError, ValueError) as exc:
+        raise from_av_error(exc) from exc
+    return enc
 
 
 class SidePath:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidArgumentError, from_av_error
-from .sidepath import _US, SidePath
+from .sidepath import _US, SidePath, open_hash_encoder
 from .timing import rescale
 
 
@@ -60,13 +60,9 @@ class SubtitleEncodePath(SidePath):
         return out
 
     def hash_stream(self) -> Any:
-        import av
-
         from .hashmux import HashStream
 
-        enc = av.CodecContext.create(self.codec_name, "w")
-        self._configure(enc)
-        enc.open()
+        enc = open_hash_encoder(self.codec_name, self._configure)
         self.encoder = enc
         return HashStream(
             "subtitle", self._codec.canonical_name, _US, extradata=bytes(enc.extradata) if enc.extradata else None
