@@ -259,7 +259,7 @@ def _default_layout(channels: str) -> str:
     """ffmpeg's guess for N channels of a raw input (av_channel_layout_default): 2 is stereo."""
     if not channels.isdigit():
         return channels
-    from .media.libav import default_channel_layout
+    from .media.codecinfo import default_channel_layout
 
     return default_channel_layout(int(channels))
 
@@ -290,7 +290,7 @@ def _tool_option(a: Args, name: str, val: str) -> None:
 
 def _check_av_option(tok: str) -> str:
     """The library whose AVOptions know the name; ffmpeg's "Unrecognized option" when none does."""
-    from .media.libav import av_option_owner
+    from .media.codecinfo import av_option_owner
 
     owner = av_option_owner(tok[1:])
     if owner is None:

@@ -122,7 +122,7 @@ class AudioEncodePath(SidePath):
         if channels:
             args.append("channel_layouts=" + default_layout(channels))
         else:
-            from .libav import encoder_channel_layouts
+            from .codecinfo import encoder_channel_layouts
 
             layouts = encoder_channel_layouts(c.name)
             if layouts:

@@ -302,7 +302,7 @@ class Sink:
         names = [f.name for f in self._codec.video_formats or ()]
         if self.pix_fmt is None or not names or self.pix_fmt in names:
             return
-        from .libav import best_pix_fmt
+        from .codecinfo import best_pix_fmt
 
         best = best_pix_fmt(names, self.pix_fmt)
         logging.getLogger("avdnn").warning(
@@ -323,7 +323,7 @@ class Sink:
     def accepted_color_ranges(self) -> list[str] | None:
         """Colour ranges the encoder takes ("tv", "pc"), as ffmpeg adds them to its format=."""
         try:
-            from .libav import encoder_color_ranges
+            from .codecinfo import encoder_color_ranges
 
             return encoder_color_ranges(self.codec_name)
         except AvdnnError:

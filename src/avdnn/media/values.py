@@ -10,7 +10,7 @@ from ..errors import InvalidArgumentError
 
 def parse_size(text: str, option: str = "s") -> tuple[int, int]:
     """``-s`` as av_parse_video_size reads it (``WxH`` or a name such as ``hd720``)."""
-    from .libav import parse_video_size
+    from .codecinfo import parse_video_size
 
     size = parse_video_size(text)
     if size is None:
