@@ -347,14 +347,14 @@ def test_two_pipelines_over_a_real_clip_share_and_match_the_single_stream_run(mo
     """The Python API, two runs built on this thread inside one scope, iterated on two threads."""
     from avdnn import api
 
-    n = 10
+    counts = (6, 15)  # one stream ends (and leaves the instance) while the other goes on
     chain = f"format=rgb24,dnn_processing=model={model}:batch_size=4"
     paths = [clip["carphone"], clip["bikes"]]
-    solo = [digest(list(api.run(p, chain, frames=n))) for p in paths]
+    solo = [digest(list(api.run(p, chain, frames=n))) for p, n in zip(paths, counts, strict=True)]
     shared = f"{chain}:model_instance=clips"
     got: list[str | None] = [None, None]
     with InstanceScope() as scope:
-        streams = [api.run(p, shared, frames=n) for p in paths]
+        streams = [api.run(p, shared, frames=n) for p, n in zip(paths, counts, strict=True)]
 
         def work(k: int) -> None:
             with streams[k] as s:
@@ -368,7 +368,7 @@ def test_two_pipelines_over_a_real_clip_share_and_match_the_single_stream_run(mo
             assert not t.is_alive()
     assert got == solo
     (report,) = scope.reports()
-    assert len(report.streams) == 2 and report.inferences >= 2 * n
+    assert len(report.streams) == 2 and report.inferences >= sum(counts)
     assert report.line().startswith("model_instance clips: 2 streams, ")
 
 
@@ -383,3 +383,13 @@ def test_a_model_file_given_two_ways_is_one_model(tmp_path: Path, model: str) ->
         a.close()
         b.close()
     assert [r.streams for r in scope.reports()] == [("a", "b")]
+
+
+def test_cli_single_stream_on_an_instance_is_byte_identical(model: str, clip: dict, avdnn_cli: Any) -> None:
+    """One filter on an instance (the process's default scope) writes what the plain filter writes."""
+    vf = f"format=rgb24,dnn_processing=model={model}:batch_size=4"
+    head, tail = ["-hide_banner", "-i", clip["carphone"]], ["-frames:v", "9", "-f", "framemd5", "-"]
+    plain = avdnn_cli([*head, "-vf", vf, *tail])
+    shared = avdnn_cli([*head, "-vf", f"{vf}:model_instance=cli:batch_timeout=2ms", *tail])
+    assert plain.rc == shared.rc == 0, shared.err
+    assert shared.out == plain.out and plain.out.count(b"\n0, ") == 9

@@ -145,7 +145,9 @@ class SharedInstance:
         self.labels: list[str] = []
         self._clients: list[Client] = []
         self.refs = 0
+        #: no filter may attach any more (set under ``lock``); the engine and model are freed once
         self.closed = False
+        self._shut_down = False
 
     def check(self, config: DnnConfig, func_type: DNNFunctionType, label: str, backend: type[Backend] | None) -> None:
         """Refuse a filter whose model options differ from the first one's (naming both)."""
@@ -193,15 +195,22 @@ class SharedInstance:
         with self.lock:
             self.refs -= 1
             last = self.refs <= 0
+            if last:
+                self.closed = True  # under the lock: no filter can attach to it from now on
         if last:
-            self.close()
+            self._shut()
 
     def close(self) -> None:
-        """Free the engine (bounded wait) and the backend model; idempotent."""
+        """Free the engine (bounded wait) and the backend model whatever the refcount; idempotent."""
         with self.lock:
-            if self.closed:
-                return
             self.closed = True
+        self._shut()
+
+    def _shut(self) -> None:
+        with self.lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
         idle = False
         cancelled = False
         try:
@@ -308,14 +317,14 @@ class InstanceScope:
         label = f"{prefix}:{label}" if prefix else label
         with self._lock:
             inst = self._live.get(name)
-            if inst is not None and inst.closed:
-                inst = None
-            if inst is None:
-                inst = SharedInstance(name, config, func_type, label=label, backend=backend, faults=faults)
-                self._live[name] = inst
-                self._all.append(inst)
-            else:
-                inst.check(config, func_type, label, backend)
+            if inst is not None:
+                with inst.lock:
+                    if not inst.closed:  # else its last filter is closing it: load a new one
+                        inst.check(config, func_type, label, backend)
+                        return inst.attach(label, config, func_type)
+            inst = SharedInstance(name, config, func_type, label=label, backend=backend, faults=faults)
+            self._live[name] = inst
+            self._all.append(inst)
             with inst.lock:
                 return inst.attach(label, config, func_type)
 
