@@ -36,6 +36,9 @@ from .keep import Release, active
 
 log = logging.getLogger("avdnn.dnn")
 
+#: seconds a shared instance's partial batch waits for more streams' frames (docs/dnn.md: why 5 ms)
+DEFAULT_BATCH_TIMEOUT = 0.005
+
 
 @dataclass(frozen=True)
 class DnnConfig:
@@ -54,7 +57,7 @@ class DnnConfig:
     #: share one loaded model and engine with the other filters naming it (avdnn.dnn.shared)
     model_instance: str | None = None
     #: a shared instance's longest wait for a batch to fill, in seconds
-    batch_timeout: float = 0.005
+    batch_timeout: float = DEFAULT_BATCH_TIMEOUT
 
 
 def load_model(

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..dnn import (
+    DEFAULT_BATCH_TIMEOUT,
     FFMPEG_BACKEND_NAMES,
     KNOWN_BACKENDS,
     BackendSpec,
@@ -46,8 +47,6 @@ log = logging.getLogger("avdnn.filters")
 #: every backend of the table, also one registered later (a mask of all bits)
 ALL_BACKENDS = DNNBackendType(INT_MAX)
 MAX_OUTPUTS = 4
-#: seconds a shared instance's partial batch waits for more streams' frames (docs/dnn.md: why 5 ms)
-DEFAULT_BATCH_TIMEOUT = 0.005
 MAX_BATCH_TIMEOUT = 60.0
 
 DNN_BASE_OPTIONS: tuple[Option, ...] = (
@@ -72,7 +71,7 @@ DNN_BASE_OPTIONS: tuple[Option, ...] = (
         "model_instance",
         "string",
         None,
-        help="share one loaded model and its batches with the DNN filters naming the same instance (avdnn)",
+        help="share one loaded model and its batches with the DNN filters naming it (avdnn)",
         group="dnn_base",
     ),
     Option(
