@@ -393,3 +393,52 @@ def test_cli_single_stream_on_an_instance_is_byte_identical(model: str, clip: di
     shared = avdnn_cli([*head, "-vf", f"{vf}:model_instance=cli:batch_timeout=2ms", *tail])
     assert plain.rc == shared.rc == 0, shared.err
     assert shared.out == plain.out and plain.out.count(b"\n0, ") == 9
+
+
+def test_an_output_stopping_early_leaves_the_other_running(
+    model: str, clip: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """api.run to framemd5 on two threads: the -frames:v output stops (its writer interrupts its
+    filter) while the other runs to its end; both equal their single-stream runs."""
+    from avdnn import api
+    from avdnn.dnn.shared_engine import SharedEngine
+
+    stopped: list[str] = []
+    real = SharedEngine.interrupt_for
+    monkeypatch.setattr(SharedEngine, "interrupt_for", lambda self, c: (stopped.append(c.label), real(self, c))[1])
+
+    chain = f"format=rgb24,dnn_processing=model={model}:batch_size=4:nireq=1"
+    src, caps = clip["carphone"], (3, None)
+
+    def out(name: str, vf: str, frames: int | None, progress: Any = None) -> bytes:
+        path = tmp_path / f"{name}.framemd5"
+        api.run(src, vf, output=str(path), format="framemd5", frames=frames, progress=progress)
+        return path.read_bytes()
+
+    solo = [out(f"solo{k}", chain, n) for k, n in enumerate(caps)]
+    barrier = threading.Barrier(2, timeout=HANG)  # both filters have attached before either ends
+    got: list[bytes | None] = [None, None]
+    with InstanceScope() as scope:
+
+        def work(k: int) -> None:
+            met = [False]
+
+            def progress(*_: Any) -> None:
+                if not met[0]:
+                    met[0] = True
+                    barrier.wait()
+
+            with scope:  # api.run builds its chain on this thread
+                got[k] = out(f"shared{k}", f"{chain}:model_instance=io", caps[k], progress)
+
+        threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+            assert not t.is_alive()
+    assert got == solo
+    (report,) = scope.reports()
+    assert len(report.streams) == 2
+    assert len(stopped) == 1 and stopped[0] in report.streams  # only the capped stream was interrupted
+    assert solo[1].count(b"\n0, ") > 4 * solo[0].count(b"\n0, ") == 12
