@@ -442,3 +442,16 @@ def test_an_output_stopping_early_leaves_the_other_running(
     assert len(report.streams) == 2
     assert len(stopped) == 1 and stopped[0] in report.streams  # only the capped stream was interrupted
     assert solo[1].count(b"\n0, ") > 4 * solo[0].count(b"\n0, ") == 12
+
+
+def test_stream_scoped_faults_parse_and_match_only_their_stream() -> None:
+    (fault,) = faults.parse_env("inference:stream=dnn_detect@b:at=3")
+    assert (fault.point, fault.stream, fault.at) == ("inference", "dnn_detect@b", 3)
+    plan = faults.FaultPlan((fault,))
+    plan.hit("inference", 3)  # a batch number: never a stream's fault
+    plan.hit("inference", 3, stream="dnn_detect@a")
+    with pytest.raises(ExternalError):
+        plan.hit("inference", 3, stream="dnn_detect@b")
+    anyone = faults.FaultPlan((faults.Fault("post_process", at=1),))
+    with pytest.raises(ExternalError):
+        anyone.hit("post_process", 1, stream="dnn_detect@a")  # an unscoped fault hits every stream

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +148,9 @@ class SharedInstance:
         #: no filter may attach any more (set under ``lock``); the engine and model are freed once
         self.closed = False
         self._shut_down = False
+        #: the report at close; ``on_closed`` lets the scope keep only that from then on
+        self.final: InstanceReport | None = None
+        self.on_closed: Callable[[SharedInstance], None] | None = None
 
     def check(self, config: DnnConfig, func_type: DNNFunctionType, label: str, backend: type[Backend] | None) -> None:
         """Refuse a filter whose model options differ from the first one's (naming both)."""
@@ -223,8 +226,13 @@ class SharedInstance:
                 self._release(self.backend, idle and not cancelled)
             else:
                 self.backend.close()
+            self.final = self.report()
+            if self.on_closed is not None:
+                self.on_closed(self)
 
     def report(self) -> InstanceReport:
+        if self.final is not None:
+            return self.final
         inferences, batches, reruns = self.engine.counters()
         with self.lock:
             failures = sum(c.failures for c in self._clients)
@@ -296,7 +304,8 @@ class InstanceScope:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: dict[str, SharedInstance] = {}
-        self._all: list[SharedInstance] = []
+        #: every instance loaded here, in order; a closed one only as its final report
+        self._all: list[SharedInstance | InstanceReport] = []
         self._entered = 0
         self._prefix = threading.local()
 
@@ -323,6 +332,7 @@ class InstanceScope:
                         inst.check(config, func_type, label, backend)
                         return inst.attach(label, config, func_type)
             inst = SharedInstance(name, config, func_type, label=label, backend=backend, faults=faults)
+            inst.on_closed = self._closed
             self._live[name] = inst
             self._all.append(inst)
             with inst.lock:
@@ -342,8 +352,15 @@ class InstanceScope:
     def reports(self) -> list[InstanceReport]:
         """One report per instance this scope loaded, in load order (closed ones included)."""
         with self._lock:
-            instances = list(self._all)
-        return [inst.report() for inst in instances]
+            entries = list(self._all)
+        return [e if isinstance(e, InstanceReport) else e.report() for e in entries]
+
+    def _closed(self, inst: SharedInstance) -> None:
+        """Keep a closed instance's report, not the instance (the default scope lives long)."""
+        with self._lock:
+            if self._live.get(inst.name) is inst:
+                del self._live[inst.name]
+            self._all = [inst.report() if e is inst else e for e in self._all]
 
     def summary(self, *, labels: bool = False) -> list[str]:
         """The reports as summary lines."""
