@@ -1,8 +1,9 @@
 """avdnn's DNN module: FFmpeg's DNN interface, one shared execution engine, io_proc, backends.
 
 Filters use :func:`load_model` and the :class:`DnnModel` it returns (execute, get_result,
-flush, close), :class:`Item` for an inference, and the backend table's read side re-exported
-here (they never import ``dnn.backends`` or ``dnn.engine``); backends implement
+flush, close; with ``model_instance``, a handle on a shared instance: :mod:`.shared`),
+:class:`Item` for an inference, and the backend table's read side re-exported here (they
+never import ``dnn.backends`` or ``dnn.engine``); backends implement
 :class:`~avdnn.dnn.interface.Backend` and are listed in :mod:`avdnn.dnn.backends`. Nothing
 here imports a DNN runtime until a model is loaded.
 """
@@ -34,9 +35,11 @@ from .interface import (
     ModelIO,
     TensorInfo,
 )
-from .model import DnnConfig, DnnModel, load_model
+from .model import DEFAULT_BATCH_TIMEOUT, DnnConfig, DnnModel, load_model
+from .shared import InstanceReport, InstanceScope
 
 __all__ = [
+    "DEFAULT_BATCH_TIMEOUT",
     "FFMPEG_BACKEND_NAMES",
     "KNOWN_BACKENDS",
     "BackendSpec",
@@ -50,6 +53,8 @@ __all__ = [
     "DnnModel",
     "Engine",
     "EngineStats",
+    "InstanceReport",
+    "InstanceScope",
     "Item",
     "ModelConfig",
     "ModelIO",

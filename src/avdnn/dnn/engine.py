@@ -47,6 +47,8 @@ log = logging.getLogger("avdnn.dnn")
 
 RunBatch = Callable[[np.ndarray], Sequence[np.ndarray]]
 StartAsync = Callable[[np.ndarray, DoneCallback], None]
+#: one item's completion: the item, its error (None on success) and its result
+Outcome = tuple[Item, BaseException | None, Any]
 
 
 class Engine:
@@ -293,6 +295,10 @@ class Engine:
     def _dispatch(self, n: int, *, in_flush: bool = False) -> None:
         """Bind up to ``n`` pending items to a free request, fill its buffer, start it."""
         req, items, batch_no = self._acquire(n)
+        self._launch(req, items, batch_no, in_flush=in_flush)
+
+    def _launch(self, req: Request, items: list[Item], batch_no: int, *, in_flush: bool = False) -> None:
+        """Fill an acquired request's buffer and run it inline or start it; every item completes."""
         try:
             batch, items = self._fill(req, items)
         except BaseException as exc:
@@ -412,34 +418,52 @@ class Engine:
         """Completion callback: post-process each item, then record every completion and free
         the request under one lock (one wake-up per batch, not per item). Returns the first
         exception that is not an avdnn error (recorded on its task as its bug)."""
-        done: list[tuple[Item, BaseException | None, Any]] = []
+        done: list[Outcome] = []
         try:
-            err = failure(error, "inference") if error is not None else _check_outputs(outputs, len(items))
-            if err is not None:
-                done = [(item, err, None) for item in items]
-            else:
-                assert outputs is not None
-                single = len(items) == 1
-                for k, item in enumerate(items):
-                    try:
-                        if self._faults_on:
-                            self.faults.hit("post_process", item.task.index)  # type: ignore[union-attr]
-                        result = item.post(list(outputs) if single else [o[k : k + 1] for o in outputs])
-                    except BaseException as exc:  # noqa: BLE001 - stored on the task (a bug: re-raised from it)
-                        done.append((item, failure(exc, "post-processing"), None))
-                    else:
-                        done.append((item, None, result))
+            self._outcomes(items, outputs, error, done)
         finally:
-            if len(done) < len(items):  # an unexpected failure above: still complete the rest
-                late = ExternalError(f"{self.name}: request {req.index} ended before post-processing")
-                done += [(item, late, None) for item in items[len(done) :]]
-            with self._cond:
-                for item, err_, result in done:
-                    self._record(item, err_, result)
-                self._busy -= 1
-                self._free.append(req)
-                self._cond.notify_all()
+            self._settle(req, items, done)
         return next((e for _, e, _ in done if e is not None and not isinstance(e, AvdnnError)), None)
+
+    def _outcomes(
+        self,
+        items: list[Item],
+        outputs: Sequence[np.ndarray] | None,
+        error: BaseException | None,
+        done: list[Outcome],
+    ) -> None:
+        """Post-process each item of a batch run (or fail them all with its error), into ``done``."""
+        err = failure(error, "inference") if error is not None else _check_outputs(outputs, len(items))
+        if err is not None:
+            done += [(item, err, None) for item in items]
+            return
+        assert outputs is not None
+        single = len(items) == 1
+        for k, item in enumerate(items):
+            try:
+                if self._faults_on:
+                    task = item.task
+                    assert task is not None
+                    self.faults.hit("post_process", task.index, stream=task.stream)
+                result = item.post(list(outputs) if single else [o[k : k + 1] for o in outputs])
+            except BaseException as exc:  # noqa: BLE001 - stored on the task (a bug: re-raised from it)
+                done.append((item, failure(exc, "post-processing"), None))
+            else:
+                done.append((item, None, result))
+
+    def _settle(self, req: Request, items: list[Item], done: list[Outcome]) -> None:
+        """Record every outcome and free the request under one lock (one wake-up per batch);
+        an item an unexpected failure left without an outcome completes with an error."""
+        if len(done) < len(items):
+            late = ExternalError(f"{self.name}: request {req.index} ended before post-processing")
+            seen = {id(item) for item, _, _ in done}
+            done += [(item, late, None) for item in items if id(item) not in seen]
+        with self._cond:
+            for item, err_, result in done:
+                self._record(item, err_, result)
+            self._busy -= 1
+            self._free.append(req)
+            self._cond.notify_all()
 
 
 def _serve(engine_ref: weakref.ref[Engine], req: Request, inbox: queue.SimpleQueue[Any]) -> None:

@@ -13,6 +13,12 @@ Four points, each hit by the engine at the place FFmpeg's code can fail:
 ``flush``          the flush itself, before the partial batch is dispatched.
 =================  =====================================================================
 
+``stream=LABEL`` scopes a fault to one client of a shared model instance
+(:mod:`avdnn.dnn.shared`; the label is the filter's): ``at`` then counts that stream's tasks
+(frames from 0), also for ``inference``, where it fails every run of a batch that holds that
+stream's task ``at`` (a mixed batch, and that stream's own rerun). A fault without ``stream``
+keeps the meaning above; an ``inference`` fault without it counts the batches of its engine.
+
 Use :func:`inject` in tests (a context manager; engines created inside it see the plan),
 or set ``AVDNN_DNN_FAULTS`` for a subprocess (the CLI), e.g.
 ``worker_start:errno=EAGAIN:in_flush=1`` or ``post_process:at=3,flush:errno=EIO``.
@@ -43,6 +49,7 @@ class Fault:
     error: BaseException | None = None
     at: int | None = None
     in_flush: bool = False
+    stream: str | None = None
 
     def __post_init__(self) -> None:
         if self.point not in POINTS:
@@ -69,10 +76,18 @@ class FaultPlan:
     def __bool__(self) -> bool:
         return bool(self.faults)
 
-    def hit(self, point: str, index: int = 0, *, in_flush: bool = False) -> None:
-        """Raise the injected failure if a fault matches this hit of ``point``."""
+    def hit(self, point: str, index: int = 0, *, in_flush: bool = False, stream: str | None = None) -> None:
+        """Raise the injected failure if a fault matches this hit of ``point``.
+
+        ``stream`` names the shared instance's client the hit is for: a stream-scoped fault
+        matches only its own stream's hits; an unscoped one matches any hit, except that
+        the per-stream ``inference`` hits (``index`` a task's, not a batch number) are only
+        for scoped faults.
+        """
         for fault in self.faults:
             if fault.point != point or (fault.at is not None and fault.at != index):
+                continue
+            if fault.stream != stream and (fault.stream is not None or point == "inference"):
                 continue
             if fault.in_flush and not in_flush:
                 continue
@@ -120,6 +135,8 @@ def parse_env(text: str) -> list[Fault]:
                 kw["at"] = int(value)
             elif key == "in_flush":
                 kw["in_flush"] = value not in ("0", "false", "")
+            elif key == "stream":
+                kw["stream"] = value
             else:
                 raise InvalidArgumentError(f"{ENV}: unknown key '{key}' in '{item}'")
         out.append(Fault(point, **kw))  # type: ignore[arg-type]

@@ -36,6 +36,9 @@ from .keep import Release, active
 
 log = logging.getLogger("avdnn.dnn")
 
+#: seconds a shared instance's partial batch waits for more streams' frames (docs/dnn.md: why 5 ms)
+DEFAULT_BATCH_TIMEOUT = 0.005
+
 
 @dataclass(frozen=True)
 class DnnConfig:
@@ -51,6 +54,10 @@ class DnnConfig:
     device: str | None = None
     device_id: int = 0
     backend_options: Mapping[str, Any] = field(default_factory=dict)
+    #: share one loaded model and engine with the other filters naming it (avdnn.dnn.shared)
+    model_instance: str | None = None
+    #: a shared instance's longest wait for a batch to fill, in seconds
+    batch_timeout: float = DEFAULT_BATCH_TIMEOUT
 
 
 def load_model(
@@ -61,7 +68,23 @@ def load_model(
     name: str = "dnn",
     faults: FaultPlan | None = None,
 ) -> DnnModel:
-    """Load ``config.model`` with its backend (or ``backend``, e.g. a mock) for ``func_type``."""
+    """Load ``config.model`` with its backend (or ``backend``, e.g. a mock) for ``func_type``.
+
+    With ``config.model_instance`` set, the model is the shared instance of that name in the
+    current :class:`~avdnn.dnn.shared.InstanceScope` (loaded by its first filter).
+    """
+    if config.model_instance:
+        from .shared import attach  # shared builds on this module
+
+        return attach(config, func_type, backend=backend, name=name, faults=faults)
+    loaded, release = load_backend(config, func_type, backend)
+    return DnnModel(loaded, config, func_type, name=name, faults=faults, release=release)
+
+
+def load_backend(
+    config: DnnConfig, func_type: DNNFunctionType, backend: type[Backend] | None = None
+) -> tuple[BackendModel, Release | None]:
+    """The backend model for ``config`` (from the active ModelKeeper if any) and its hand-back."""
     cls = backend if backend is not None else backend_class(config.backend)
     model_config = ModelConfig(
         path=config.model,
@@ -84,7 +107,7 @@ def load_model(
     except AvdnnError as exc:
         exc.with_context(file=config.model)
         raise
-    return DnnModel(loaded, config, func_type, name=name, faults=faults, release=release)
+    return loaded, release
 
 
 class DnnModel:
@@ -173,6 +196,11 @@ class DnnModel:
 
     def get_result(self, wait: bool = False, timeout: float | None = None) -> Result:
         return self.engine.get_result(wait=wait, timeout=timeout)
+
+    @property
+    def queued(self) -> int:
+        """This filter's tasks submitted and not yet taken by get_result."""
+        return self.engine.queued
 
     def flush(self) -> None:
         self.engine.flush()

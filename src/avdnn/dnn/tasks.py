@@ -78,6 +78,8 @@ class Task:
     #: the first exception that is not an avdnn error (a bug, an interrupt): re-raised, not reported
     bug: BaseException | None = None
     results: list[Any] = field(default_factory=list)
+    #: the stream (client filter) of a shared instance's task, None for a filter's own engine
+    stream: str | None = None
 
     @property
     def complete(self) -> bool:

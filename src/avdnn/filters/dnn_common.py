@@ -141,7 +141,7 @@ class DnnFilter(Filter):
             key = self._error.message
             if self._failed_frames:
                 self.failed[key] = self.failed.get(key, 0) + self._failed_frames
-            dropped = self.model.engine.queued if self.model is not None else 0
+            dropped = self.model.queued if self.model is not None else 0
             if dropped:
                 self.failed["not processed after an earlier error"] = dropped
         raise self._error

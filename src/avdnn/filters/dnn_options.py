@@ -3,8 +3,10 @@
 Options (reference s.2.1), with FFmpeg's names, defaults and ranges: ``model``, ``input``,
 ``output`` (``&``-separated, at most 4), ``backend_configs``/``options`` (deprecated
 ``k=v&k2=v2``, applied to the selected backend's own options only), ``nireq`` (0 = auto),
-``async`` (1), ``batch_size`` (1..1000), ``device``, ``device_id``; then each backend's own
-group (``dnn_onnx``: ``threads_per_operation``...), settable directly on the filter.
+``async`` (1), ``batch_size`` (1..1000), ``device``, ``device_id``, and avdnn's
+``model_instance`` / ``batch_timeout`` (a model shared across chains, :mod:`avdnn.dnn.shared`);
+then each backend's own group (``dnn_onnx``: ``threads_per_operation``...), settable directly
+on the filter.
 
 ``dnn_backend`` left unset follows the model file, so FFmpeg's command lines run unchanged
 (``sr=model=espcn.pb`` runs on TensorFlow): ``.pb`` or a SavedModel folder tensorflow,
@@ -25,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..dnn import (
+    DEFAULT_BATCH_TIMEOUT,
     FFMPEG_BACKEND_NAMES,
     KNOWN_BACKENDS,
     BackendSpec,
@@ -44,6 +47,7 @@ log = logging.getLogger("avdnn.filters")
 #: every backend of the table, also one registered later (a mask of all bits)
 ALL_BACKENDS = DNNBackendType(INT_MAX)
 MAX_OUTPUTS = 4
+MAX_BATCH_TIMEOUT = 60.0
 
 DNN_BASE_OPTIONS: tuple[Option, ...] = (
     Option("model", "string", None, help="path to model file", group="dnn_base", joins_bare=(COLON_FORM,)),
@@ -63,6 +67,22 @@ DNN_BASE_OPTIONS: tuple[Option, ...] = (
     Option("batch_size", "int", 1, 1, 1000, help="batch size per request", group="dnn_base"),
     Option("device", "string", None, help="device to run model", group="dnn_base"),
     Option("device_id", "int", 0, 0, INT_MAX, help="device id (onnx: cuda/dml)", group="dnn_base"),
+    Option(
+        "model_instance",
+        "string",
+        None,
+        help="share one loaded model and its batches with the DNN filters naming it (avdnn)",
+        group="dnn_base",
+    ),
+    Option(
+        "batch_timeout",
+        "duration",
+        DEFAULT_BATCH_TIMEOUT,
+        0,
+        MAX_BATCH_TIMEOUT,
+        help="longest wait for a shared instance's batch to fill (avdnn; needs model_instance)",
+        group="dnn_base",
+    ),
 )
 
 
@@ -219,6 +239,13 @@ def dnn_config(values: dict[str, Any], mask: DNNBackendType, *, label: str) -> D
     if values.get("backend_configs"):
         log.warning("%s: backend_configs is deprecated, set the backend options directly", label)
         opts.update(_parse_backend_configs(values["backend_configs"], own, label))
+    instance = values.get("model_instance") or None
+    if instance is None and _given(values, "batch_timeout", DEFAULT_BATCH_TIMEOUT):
+        raise InvalidArgumentError(
+            "batch_timeout applies to a shared model only: set model_instance too",
+            filter=label,
+            option="batch_timeout",
+        )
     return DnnConfig(
         model=str(model),
         backend=spec.name,
@@ -230,7 +257,17 @@ def dnn_config(values: dict[str, Any], mask: DNNBackendType, *, label: str) -> D
         device=values.get("device") or None,
         device_id=int(values.get("device_id", 0)),
         backend_options=opts,
+        model_instance=instance,
+        batch_timeout=float(values.get("batch_timeout", DEFAULT_BATCH_TIMEOUT)),
     )
+
+
+def _given(values: dict[str, Any], name: str, default: Any) -> bool:
+    """Whether the user set option ``name`` (bound values know; a plain dict: a value off the default)."""
+    given = getattr(values, "given", None)
+    if given is not None:
+        return name in given
+    return name in values and values[name] != default
 
 
 def _parse_backend_configs(text: str, own: dict[str, Any], label: str) -> dict[str, Any]:

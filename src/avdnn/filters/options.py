@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgumentError, OptionNotFoundError, OutOfRangeError, closest, did_you_mean
+from ..media.timing import AV_TIME_BASE, parse_time
 
 __all__ = ["INT_MAX", "INT_MIN", "BoundOptions", "Option", "bind_options", "closest", "did_you_mean", "parse_number"]
 
@@ -69,7 +70,9 @@ def parse_number(text: str) -> float:
 class Option:
     """One option of an avdnn filter, named and bounded as FFmpeg declares it.
 
-    ``type`` is one of ``int``, ``float``, ``bool``, ``string``, ``float_list``.
+    ``type`` is one of ``int``, ``float``, ``bool``, ``string``, ``float_list``, ``duration``
+    (FFmpeg's AV_OPT_TYPE_DURATION: ``[-][HH:]MM:SS[.m...]`` or ``S+[.m...][s|ms|us]``, held
+    as seconds, a float).
     ``consts`` are FFmpeg's named values (an int option with a unit); ``aliases`` are other
     names for the same option (``options`` for ``backend_configs``); ``group`` is the
     AVClass it belongs to in FFmpeg (``dnn_base``, ``dnn_onnx``...) for ``-h``;
@@ -95,6 +98,12 @@ class Option:
             return text
         if self.type == "float_list":
             return self._parse_list(text)
+        if self.type == "duration":
+            try:
+                us = parse_time(text, self.name)
+            except InvalidArgumentError:
+                raise self._unparsable(text) from None
+            return self.check((us or 0) / AV_TIME_BASE)
         if self.type == "bool":
             low = text.strip().lower()
             if low in _TRUE:
@@ -148,9 +157,10 @@ class Option:
             "bool": "<boolean>",
             "string": "<string>",
             "float_list": "<float>&...",
+            "duration": "<duration>",
         }[self.type]
         extra = []
-        if self.type in ("int", "float") and (self.min is not None or self.max is not None):
+        if self.type in ("int", "float", "duration") and (self.min is not None or self.max is not None):
             extra.append(f"from {_g(self.min)} to {_g(self.max)}")
         if self.default is not None:
             default = self.default
