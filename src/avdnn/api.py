@@ -17,12 +17,12 @@ from fractions import Fraction
 from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotSupportedError
 from .graph.complex import apply_complex, linear_graph
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions
 from .graph.stats import RunStats
-from .graph.wiring import check_input_codecs, plan_output
+from .graph.wiring import check_input_codecs, plan_output, referenced_inputs
 from .media.frame import Frame
 from .media.sink import Sink
 from .media.source import Source
@@ -190,8 +190,9 @@ def run(
     against the streams' own decoders.
     ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
     ``more_inputs`` are inputs 1, 2, ... as (url, format, options): their streams are mapped as
-    ffmpeg maps them (``map=["0:v:0", "1:a:0"]``, or automatically) and go around the chain;
-    the chain's video comes from ``input``.
+    ffmpeg maps them (``map=["0:v:0", "1:a:0"]``, or automatically). The chain's video may come
+    from any input (``map=["1:v", "0:a"]``); the other streams go around the chain. Only the
+    inputs the maps name are opened (all of them without ``map``).
     """
     from .media.timing import parse_time
 
@@ -204,38 +205,46 @@ def run(
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
     rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
-    source = open_source(
-        input,
-        input_format=input_format,
-        input_options=input_options,
-        source_options=source_options,
-        video=output is None,
-    )
-    try:
-        check_input_codecs(source, input_codecs or {})
-        if banner:
-            dump_input(source)
-        if output is None:
-            pipeline = Pipeline(source, filters, max_frames=frames)
-            stream = FrameStream(pipeline)
-            if frames is not None:
-                return _Limited(stream, frames)
-            return stream
-        opts = _stream_options(
-            stream_options,
-            map=map,
-            vn=vn,
-            an=an,
-            sn=sn,
-            dn=dn,
-            codec=codec,
-            audio_codec=audio_codec,
-            subtitle_codec=subtitle_codec,
-            audio_bitrate=audio_bitrate,
-            audio_rate=audio_rate,
-            audio_channels=audio_channels,
-            audio_filters=audio_filters,
+    if output is None:
+        source = open_source(
+            input, input_format=input_format, input_options=input_options, source_options=source_options
         )
+        try:
+            check_input_codecs(source, input_codecs or {})
+            if banner:
+                dump_input(source)
+            pipeline = Pipeline(source, filters, max_frames=frames)
+        except BaseException:
+            source.close()
+            raise
+        stream = FrameStream(pipeline)
+        return _Limited(stream, frames) if frames is not None else stream
+    opts = _stream_options(
+        stream_options,
+        map=map,
+        vn=vn,
+        an=an,
+        sn=sn,
+        dn=dn,
+        codec=codec,
+        audio_codec=audio_codec,
+        subtitle_codec=subtitle_codec,
+        audio_bitrate=audio_bitrate,
+        audio_rate=audio_rate,
+        audio_channels=audio_channels,
+        audio_filters=audio_filters,
+    )
+    used = referenced_inputs(opts.maps, 1 + len(more_inputs))
+    inputs: list[Source | None] = [None] * (1 + len(more_inputs))
+    if 0 in used:
+        inputs[0] = open_source(
+            input, input_format=input_format, input_options=input_options, source_options=source_options, video=False
+        )
+    try:
+        if inputs[0] is not None:
+            check_input_codecs(inputs[0], input_codecs or {})
+            if banner:
+                dump_input(inputs[0])
         video_codec = opts.lookup(opts.codecs, "video", 0)
         sink = Sink(
             output,
@@ -254,20 +263,27 @@ def run(
             size=_size(size),
         )
     except BaseException:
-        source.close()
+        _close_all(inputs)
         raise
-    others: list[Source] = []
     companions: list[Any] = []
     try:
         for k, (url, fmt, options) in enumerate(more_inputs, start=1):
-            others.append(open_source(url, input_format=fmt, input_options=options, video=False))
-            if banner:
-                dump_input(others[-1], k)
-        companions = plan_output(source, sink, opts, filters, bitexact=sink.bitexact, others=others)
+            if k in used:
+                inputs[k] = more = open_source(url, input_format=fmt, input_options=options, video=False)
+                if banner:
+                    dump_input(more, k)
+        driver, companions = plan_output(inputs, sink, opts, filters, bitexact=sink.bitexact)
+        source = inputs[driver]
+        assert source is not None
+        if driver != 0 and inputs[0] is not None and set(source_options or {}) & _TIMING_OPTIONS:
+            raise NotSupportedError(
+                f"input options {', '.join(sorted(set(source_options or {}) & _TIMING_OPTIONS))} of input #0 "
+                f"when the output's video comes from input #{driver} are not supported yet",
+                option="map",
+            )
+        others = [src for k, src in enumerate(inputs) if src is not None and k != driver]
     except BaseException:
-        for other in others:
-            other.close()
-        source.close()
+        _close_all(inputs)
         sink.abort()
         raise
     if banner:
@@ -278,9 +294,7 @@ def run(
     try:
         pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
     except BaseException:
-        for other in others:
-            other.close()
-        source.close()
+        _close_all(inputs)
         sink.abort()
         raise
     try:
@@ -292,6 +306,16 @@ def run(
             companion.close()
         for other in others:
             other.close()
+
+
+#: Source keywords that shift or cut the input's timeline (they act on the driving input only).
+_TIMING_OPTIONS = {"seek", "duration", "to", "itsoffset", "stream_loop", "realtime", "readrate"}
+
+
+def _close_all(inputs: Sequence[Source | None]) -> None:
+    for src in inputs:
+        if src is not None:
+            src.close()
 
 
 def dump_input(source: Source, index: int = 0) -> bool:

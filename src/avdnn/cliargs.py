@@ -1,6 +1,7 @@
 """The ffmpeg-shaped command line, parsed: argv to :class:`Args` (and :func:`run_kwargs` for the API).
 
-ffmpeg's argument order: options apply to the next ``-i`` (input) or output path. Options are
+ffmpeg's argument order: options apply to the next ``-i`` (input) or output path; each output's
+options are its own (they reset after its path, as ffmpeg's OptionsContext does). Options are
 avdnn's own (ffmpeg_opt.c names, booleans negated with ``no``) or AVOptions of libavcodec,
 libavformat, libswscale or libswresample, looked up as ffmpeg's cmdutils does; any other name is
 ffmpeg's "Unrecognized option", and an option after the output is an error. :mod:`avdnn.cli`
@@ -9,6 +10,7 @@ runs what this module parses.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +93,32 @@ class Args:
     more_inputs: list[tuple[str, str | None, dict[str, str]]] = field(default_factory=list)
     #: -c:v / -vcodec, -c:a / -acodec before -i, by media type
     input_codecs: dict[str, str] = field(default_factory=dict)
+    #: Every output in command-line order, each an Args of its own: the global and input options
+    #: are the same in all, the output options (``_OUTPUT_FIELDS``) are that output's. The
+    #: output fields of this Args itself are the first output's (with one output: the output).
+    outputs: list[Args] = field(default_factory=list)
+
+
+#: The fields of Args that an output path takes and resets (ffmpeg: per-output options).
+_OUTPUT_FIELDS = (
+    "filters",
+    "frames",
+    "codec",
+    "pix_fmt",
+    "rate",
+    "format",
+    "fps_mode",
+    "bitexact",
+    "codec_options",
+    "format_options",
+    "streams",
+    "metadata",
+    "start_time",
+    "recording_time",
+    "stop_time",
+    "size",
+    "output",
+)
 
 
 #: ffmpeg's boolean options (``-an``; ``-noNAME`` negates), by where they apply.
@@ -165,18 +193,23 @@ def parse_args(argv: Sequence[str]) -> Args:
     def value(opt: str) -> str:
         nonlocal i
         if i + 1 >= len(argv):
+            if trailing is not None:
+                raise _trailing(trailing)
             raise InvalidArgumentError(f"Missing argument for option '{opt.lstrip('-')}'.")
         i += 1
         return argv[i]
 
+    trailing: str | None = None  # the first output option since the last output path
     while i < len(argv):
         tok = argv[i]
         name, spec = _split(tok) if tok.startswith("-") and tok != "-" else ("", "")
+        if a.outputs and trailing is None and name and name not in _GLOBAL_NAMES:
+            trailing = tok
         negated = name[2:] if name.startswith("no") and name[2:] in _GLOBAL_BOOLS | _FILE_BOOLS else None
         if not name:
-            if a.output is not None:
-                raise InvalidArgumentError(f"avdnn writes one output: '{a.output}' and '{tok}' given")
             a.output = tok
+            _end_output(a)
+            trailing = None
         elif name in _GLOBAL_BOOLS or negated in _GLOBAL_BOOLS:
             _global_flag(a, negated or name, on=negated is None)
         elif name in _GLOBAL_VALUES:
@@ -187,6 +220,12 @@ def parse_args(argv: Sequence[str]) -> Args:
             a.help_topic = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else ""
             i += 1 if a.help_topic else 0
         elif name == "i":
+            if a.outputs:
+                raise NotSupportedError(
+                    f"-i {argv[i + 1] if i + 1 < len(argv) else ''} after the output '{a.outputs[-1].output}': "
+                    "give every input before the first output",
+                    option="i",
+                )
             if a.input is not None:  # a second input: its streams go around the chain (moviepy's audio)
                 if pending_src:
                     raise NotSupportedError(
@@ -203,12 +242,6 @@ def parse_args(argv: Sequence[str]) -> Args:
             pending_fmt, pending_in, pending_src, pending_disabled = None, {}, {}, set()
         elif tok in _SOURCE_GLOBAL or ((a.input is None or i < last_input) and tok in _SOURCE_INPUT):
             _source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok, value)
-        elif a.output is not None:
-            # after the output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
-            raise InvalidArgumentError(
-                f"Trailing option(s) found in the command line: {tok} (options go before the output they apply to)",
-                option=tok[1:],
-            )
         elif a.input is None or i < last_input:
             if name == "f":
                 pending_fmt = value(tok)
@@ -237,7 +270,34 @@ def parse_args(argv: Sequence[str]) -> Args:
             owner = _check_av_option(tok)
             (a.format_options if owner == "avformat" else a.codec_options)[tok[1:]] = value(tok)
         i += 1
+    if trailing is not None:
+        raise _trailing(trailing)
+    if a.outputs:  # this Args's output fields are the first output's (one output: the output)
+        for name in _OUTPUT_FIELDS:
+            setattr(a, name, getattr(a.outputs[0], name))
     return a
+
+
+#: Options that may follow the last output: global ones (ffmpeg parses them anywhere).
+_GLOBAL_NAMES = {*_GLOBAL_BOOLS, *(f"no{n}" for n in _GLOBAL_BOOLS), *_GLOBAL_VALUES, *_TOOL_VALUES}
+_GLOBAL_NAMES |= {"h", "help", "-help", "?", "xerror", "max_error_rate"}
+
+
+def _trailing(tok: str) -> InvalidArgumentError:
+    # after the last output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
+    return InvalidArgumentError(
+        f"Trailing option(s) found in the command line: {tok} (options go before the output they apply to)",
+        option=tok[1:],
+    )
+
+
+def _end_output(a: Args) -> None:
+    """An output path: its options become that output's, and the next output starts from the defaults."""
+    a.outputs.append(dataclasses.replace(a, outputs=[]))
+    fresh = Args()
+    for name in _OUTPUT_FIELDS:
+        setattr(a, name, getattr(fresh, name))
+    a.streams.input_disabled = a.outputs[-1].streams.input_disabled  # an input option: the same for all
 
 
 def _global_flag(a: Args, name: str, *, on: bool) -> None:
