@@ -273,8 +273,9 @@ def run(
                 if banner:
                     dump_input(more, k)
         driver, companions = plan_output(inputs, sink, opts, filters, bitexact=sink.bitexact)
-        source = inputs[driver]
-        assert source is not None
+        picked = inputs[driver]
+        assert picked is not None
+        source = picked
         if driver != 0 and inputs[0] is not None and set(source_options or {}) & _TIMING_OPTIONS:
             raise NotSupportedError(
                 f"input options {', '.join(sorted(set(source_options or {}) & _TIMING_OPTIONS))} of input #0 "

@@ -13,7 +13,15 @@ from typing import Any
 from ..errors import AvdnnError, InvalidArgumentError, NotSupportedError
 from ..media.sink import Sink
 from ..media.source import Source
-from .plan import StreamMap, StreamOptions, build_sides, filtered_copy_error, plan_dispositions, plan_metadata, select_streams
+from .plan import (
+    StreamMap,
+    StreamOptions,
+    build_sides,
+    filtered_copy_error,
+    plan_dispositions,
+    plan_metadata,
+    select_streams,
+)
 
 
 def check_input_codecs(source: Source, names: dict[str, str]) -> None:
