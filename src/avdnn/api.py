@@ -118,6 +118,7 @@ class RunOptions(TypedDict, total=False):
     input_codecs: dict[str, str] | None
     banner: bool
     more_inputs: Sequence[tuple[str, str | None, dict[str, str]]]
+    more_source_options: dict[int, dict[str, Any]] | None
 
 
 @overload
@@ -168,6 +169,7 @@ def run(
     input_codecs: dict[str, str] | None = None,
     banner: bool = False,
     more_inputs: Sequence[tuple[str, str | None, dict[str, str]]] = (),
+    more_source_options: dict[int, dict[str, Any]] | None = None,
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
 
@@ -192,7 +194,9 @@ def run(
     ``more_inputs`` are inputs 1, 2, ... as (url, format, options): their streams are mapped as
     ffmpeg maps them (``map=["0:v:0", "1:a:0"]``, or automatically). The chain's video may come
     from any input (``map=["1:v", "0:a"]``); the other streams go around the chain. Only the
-    inputs the maps name are opened (all of them without ``map``).
+    inputs the maps name are opened (all of them without ``map``). ``more_source_options`` are
+    the Source keywords of inputs 1, 2, ... by index (``{1: {"seek": 2}}``); timing ones (``seek``,
+    ``duration``, ``realtime`` ...) act on the input whose video the output filters.
     """
     from .media.timing import parse_time
 
@@ -269,19 +273,25 @@ def run(
     try:
         for k, (url, fmt, options) in enumerate(more_inputs, start=1):
             if k in used:
-                inputs[k] = more = open_source(url, input_format=fmt, input_options=options, video=False)
+                own = (more_source_options or {}).get(k)
+                inputs[k] = more = open_source(
+                    url, input_format=fmt, input_options=options, source_options=own, video=False
+                )
                 if banner:
                     dump_input(more, k)
         driver, companions = plan_output(inputs, sink, opts, filters, bitexact=sink.bitexact)
         picked = inputs[driver]
         assert picked is not None
         source = picked
-        if driver != 0 and inputs[0] is not None and set(source_options or {}) & _TIMING_OPTIONS:
-            raise NotSupportedError(
-                f"input options {', '.join(sorted(set(source_options or {}) & _TIMING_OPTIONS))} of input #0 "
-                f"when the output's video comes from input #{driver} are not supported yet",
-                option="map",
-            )
+        for companion in companions:  # an input feeding streams around the chain is read as is
+            k = next(k for k, src in enumerate(inputs) if src is companion.source)
+            timing = set((source_options if k == 0 else (more_source_options or {}).get(k)) or {}) & _TIMING_OPTIONS
+            if timing:
+                raise NotSupportedError(
+                    f"input options {', '.join(sorted(timing))} of input #{k}, whose streams go around "
+                    f"the chain of input #{driver}'s video, are not supported yet",
+                    option="i",
+                )
         others = [src for k, src in enumerate(inputs) if src is not None and k != driver]
     except BaseException:
         _close_all(inputs)

@@ -91,6 +91,8 @@ class Args:
     filter_complex: str | None = None
     #: inputs 1, 2, ...: (url, -f, options before their -i)
     more_inputs: list[tuple[str, str | None, dict[str, str]]] = field(default_factory=list)
+    #: inputs 1, 2, ...: their Source keywords (-ss, -t, -re ...; -xerror/-max_error_rate are in all), by index
+    more_source_options: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: -c:v / -vcodec, -c:a / -acodec before -i, by media type
     input_codecs: dict[str, str] = field(default_factory=dict)
     #: Every output in command-line order, each an Args of its own: the global and input options
@@ -226,14 +228,10 @@ def parse_args(argv: Sequence[str]) -> Args:
                     "give every input before the first output",
                     option="i",
                 )
-            if a.input is not None:  # a second input: its streams go around the chain (moviepy's audio)
-                if pending_src:
-                    raise NotSupportedError(
-                        f"input options {', '.join(sorted(pending_src))} on a second input "
-                        "are not supported yet (they apply to the first input)",
-                        option="i",
-                    )
+            if a.input is not None:  # a second input: its streams go around a chain, or feed one (-map 1:v)
                 a.more_inputs.append((value(tok), pending_fmt, pending_in))
+                if pending_src:
+                    a.more_source_options[len(a.more_inputs)] = pending_src
             else:
                 a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
                 a.source_options.update(pending_src)
@@ -272,6 +270,9 @@ def parse_args(argv: Sequence[str]) -> Args:
         i += 1
     if trailing is not None:
         raise _trailing(trailing)
+    shared = {key: v for key, v in a.source_options.items() if f"-{key}" in _SOURCE_GLOBAL}
+    for k in range(1, len(a.more_inputs) + 1) if shared else ():  # -xerror, -max_error_rate: every input's
+        a.more_source_options.setdefault(k, {}).update(shared)
     if a.outputs:  # this Args's output fields are the first output's (one output: the output)
         for name in _OUTPUT_FIELDS:
             setattr(a, name, getattr(a.outputs[0], name))
@@ -508,6 +509,7 @@ def run_kwargs(args: Args) -> RunOptions:
         "filter_complex": args.filter_complex,
         "input_codecs": args.input_codecs or None,
         "more_inputs": args.more_inputs,
+        "more_source_options": args.more_source_options or None,
     }
 
 

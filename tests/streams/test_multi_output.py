@@ -93,6 +93,20 @@ def test_per_output_options_do_not_leak(ffmpeg: str, clip: dict[str, str], tmp_p
     assert got[1] == _solo(["-i", bbb, "-t", "0.4", *FMD5], tmp_path)
 
 
+def test_input_options_of_a_later_input(ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
+    """-ss and -stream_loop before the second -i are that input's, for the output whose video it gives."""
+    argv = ["-i", clip["carphone"], "-ss", "1", "-stream_loop", "1", "-i", clip["bigbuckbunny"]]
+    argv += ["-map", "0:v", "-frames:v", "5", *FMD5, "OUT0", "-map", "1:v", "-map", "1:a", "-t", "0.5", *FMD5, "OUT1"]
+    ref, got = _both(ffmpeg, argv, tmp_path, ["OUT0", "OUT1"])
+    assert got == ref
+    # its streams going around another input's chain would need the companion demuxer to trim: refused
+    res = run_cli(
+        ["-i", clip["carphone"], "-ss", "1", "-i", clip["bigbuckbunny"], "-map", "0:v", "-map", "1:a"]
+        + ["-f", "null", "-"]
+    )
+    assert res.rc != 0 and "input options seek of input #1" in res.err
+
+
 def test_automatic_selection_over_two_inputs(ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
     """Without -map each output takes the best video of all inputs (bbb's 1280x720) and its audio."""
     argv = ["-i", clip["carphone"], "-i", clip["bigbuckbunny"], "-t", "0.2", *FMD5, "OUT0"]
