@@ -302,6 +302,7 @@ def test_all_is_sorted_and_complete() -> None:
         "dnn",
         "cli",
         "cliargs",
+        "cliopts",
         "help",
         "zoo",
         "tracking",

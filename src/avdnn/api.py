@@ -11,7 +11,6 @@ after the output (if any) has been finished cleanly with the frames before the e
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import Any, BinaryIO, TypedDict, Unpack, overload
@@ -19,6 +18,7 @@ from typing import Any, BinaryIO, TypedDict, Unpack, overload
 from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError, NotSupportedError
 from .graph.complex import apply_complex, linear_graph
+from .graph.outputopts import check_output_options, fold_stream_options, output_size
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions
 from .graph.stats import RunStats
@@ -208,7 +208,7 @@ def run(
         rec_us = stop_us - (start_us or 0)
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
-    rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
+    rate = check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
     if output is None:
         source = open_source(
             input, input_format=input_format, input_options=input_options, source_options=source_options
@@ -223,7 +223,7 @@ def run(
             raise
         stream = FrameStream(pipeline)
         return _Limited(stream, frames) if frames is not None else stream
-    opts = _stream_options(
+    opts = fold_stream_options(
         stream_options,
         map=map,
         vn=vn,
@@ -264,7 +264,7 @@ def run(
             start_time=start_us,
             recording_time=rec_us,
             format_options=format_options,
-            size=_size(size),
+            size=output_size(size),
         )
     except BaseException:
         _close_all(inputs)
@@ -334,70 +334,6 @@ def dump_input(source: Source, index: int = 0) -> bool:
     from .media.banner import dump_format
 
     return dump_format(source.container, index, "pipe:" if source.url == "-" else source.url, output=False)
-
-
-def _check_output_options(
-    *, rate: Fraction | float | str | None, fps_mode: str, pix_fmt: str | None, frames: int | None
-) -> Fraction | None:
-    """The output options as values, checked before anything is opened (avdnn's errors, not Python's)."""
-    out: Fraction | None = None
-    if rate is not None:
-        try:
-            out = Fraction(rate)
-        except (ValueError, ZeroDivisionError, TypeError):
-            raise InvalidArgumentError(f"Invalid framerate value: {rate}", option="r") from None
-        if out <= 0:
-            raise InvalidArgumentError(f"Invalid framerate value: {rate}", option="r")
-    if fps_mode not in ("auto", "passthrough", "cfr", "vfr"):
-        raise InvalidArgumentError(
-            f"Invalid value {fps_mode} for fps_mode: auto, passthrough, cfr or vfr", option="fps_mode"
-        )
-    if pix_fmt is not None:
-        from .media.pixfmt import is_known
-
-        if not is_known(pix_fmt):
-            raise InvalidArgumentError(f"Unknown pixel format requested: {pix_fmt}.", option="pix_fmt")
-    if frames is not None and (not isinstance(frames, int) or frames < 0):
-        raise InvalidArgumentError(f"Invalid frame count '{frames}'", option="frames:v")
-    return out
-
-
-def _size(size: tuple[int, int] | str | None) -> tuple[int, int] | None:
-    if size is None or isinstance(size, tuple):
-        return size
-    from .media.values import parse_size
-
-    return parse_size(size)
-
-
-def _stream_options(
-    given: StreamOptions | None,
-    *,
-    map: Sequence[str] | None,  # noqa: A002 - ffmpeg's -map
-    vn: bool,
-    an: bool,
-    sn: bool,
-    dn: bool,
-    codec: str | None,
-    audio_codec: str | None,
-    subtitle_codec: str | None,
-    audio_bitrate: str | int | None,
-    audio_rate: int | None,
-    audio_channels: int | None,
-    audio_filters: str,
-) -> StreamOptions:
-    """The keyword shortcuts folded into one StreamOptions (explicit ``stream_options`` first)."""
-    opts = copy.deepcopy(given) if given is not None else StreamOptions()  # the caller's object stays as it was
-    opts.maps = opts.maps or list(map or [])
-    opts.vn, opts.an, opts.sn, opts.dn = opts.vn or vn, opts.an or an, opts.sn or sn, opts.dn or dn
-    for spec, name in (("v", codec), ("a", audio_codec), ("s", subtitle_codec)):
-        if name is not None:
-            opts.codecs.setdefault(spec, name)
-    for key, number in (("b", audio_bitrate), ("ar", audio_rate), ("ac", audio_channels)):
-        if number is not None:
-            opts.per_stream.setdefault((key, "a"), str(number))
-    opts.audio_filters = opts.audio_filters or audio_filters
-    return opts
 
 
 def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()
