@@ -102,7 +102,7 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
     """
     if not jobs:
         raise InvalidArgumentError("At least one output file must be specified")
-    _refuse_shared_streams(jobs)
+    _refuse_shared_streams([[url for _, url in job.inputs_read()] for job in jobs], "outputs")
     stats = MultiRunStats([OutputResult(k, job.output_name, _shown(job.inputs_read())) for k, job in enumerate(jobs)])
     bugs: list[BaseException] = []
     stop = threading.Event()
@@ -131,7 +131,7 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
             setattr(bugs[0], "stats", stats)  # noqa: B010 - the CLI prints them under the traceback
         raise bugs[0]
     if interrupt is not None or any(o.interrupted for o in stats.outputs):
-        stopped = interrupt or KeyboardInterrupt()
+        stopped = interrupt or next(o.stop_signal for o in stats.outputs if o.stop_signal is not None)
         setattr(stopped, "stats", stats)  # noqa: B010 - the CLI prints them (exit 255)
         raise stopped
     if stats.failed:
@@ -152,6 +152,7 @@ def _drive(
     except KeyboardInterrupt as exc:
         result.interrupted = True
         result.stats = getattr(exc, "stats", None)
+        result.stop_signal = exc
     except BaseException as exc:  # noqa: BLE001 - a bug: re-raised by run_many once the others have ended
         result.stats = getattr(exc, "stats", None)
         bugs.append(exc)
@@ -193,18 +194,18 @@ def _shown(inputs: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return [(k, redact(url)) for k, url in inputs]
 
 
-def _refuse_shared_streams(jobs: Sequence[Job]) -> None:
-    """A live input or stdin is read once: two outputs cannot both map it (each opens its own)."""
+def _refuse_shared_streams(urls: Sequence[Sequence[str]], what: str) -> None:
+    """A live input or stdin is read once: two outputs (``urls``: the inputs each reads) cannot share it."""
     readers: dict[str, list[int]] = {}
-    for n, job in enumerate(jobs):
-        for _, url in job.inputs_read():
+    for n, reads in enumerate(urls):
+        for url in reads:
             if is_live(url) or url == "-" or url.startswith("pipe:"):
                 readers.setdefault(url, []).append(n)
     for url, outs in readers.items():
         if len(outs) > 1:
             raise InvalidArgumentError(
-                f"input '{redact(url)}' is a live stream and cannot be read twice, but outputs "
-                f"{', '.join(f'#{n}' for n in outs)} map it: give each output its own input",
+                f"input '{redact(url)}' is a live stream and cannot be read twice, but {what} "
+                f"{', '.join(f'#{n}' for n in outs)} read it: give each its own input",
                 option="map",
             )
 
@@ -240,6 +241,7 @@ class MultiFrameStream:
         if "output" in options:
             raise InvalidArgumentError("avdnn.open_many() iterates frames; use avdnn.run_many() to write files")
         specs = [(s, "") if isinstance(s, str) else s for s in sources]
+        _refuse_shared_streams([[url] for url, _ in specs], "sources")
         self.stats = MultiRunStats(
             [OutputResult(k, "", [(0, redact(url))], kind="stream") for k, (url, _) in enumerate(specs)]
         )

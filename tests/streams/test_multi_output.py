@@ -312,3 +312,35 @@ def test_multistream_doc_shell_example_runs(clip: dict[str, str], tmp_path: Path
     with avdnn.open(str(tmp_path / "out" / "b.mkv")) as frames:
         assert sum(1 for _ in frames) == 50
     assert "out#0 frame=  120" in res.stderr and "| out#1 frame=   50" in res.stderr
+
+
+class _Bug(Filter):
+    name = "avdnn_test_multi_bug"
+    description = "A bug on its third frame."
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.n = 0
+
+    def filter(self, frame: Frame) -> Sequence[Frame]:
+        self.n += 1
+        if self.n == 3:
+            raise ZeroDivisionError("a bug")
+        return (frame,)
+
+
+def test_a_bug_in_one_output_keeps_its_traceback_after_the_others_finished(  # type: ignore[no-untyped-def]
+    register, clip: dict[str, str], tmp_path: Path
+) -> None:
+    register(_Bug)
+    a, b = tmp_path / "a.md5", tmp_path / "b.md5"
+    car = clip["carphone"]
+    res = run_cli(["-y", "-hide_banner", "-i", car, "-vf", "avdnn_test_multi_bug", *FMD5, str(a), *FMD5, str(b)])
+    assert res.rc == 190 and "Traceback" in res.err and "ZeroDivisionError: a bug" in res.err
+    assert "(this is a bug;" in res.err
+    assert b.read_bytes() == _solo(["-i", car, *FMD5], tmp_path)
+
+
+def test_open_many_refuses_a_live_source_twice() -> None:
+    with pytest.raises(avdnn.InvalidArgumentError, match="cannot be read twice"):
+        avdnn.open_many(["udp://127.0.0.1:9", "udp://127.0.0.1:9"])

@@ -28,6 +28,8 @@ class OutputResult:
     interrupted: bool = False
     #: "output" (a file the run writes) or "stream" (frames handed to the caller, avdnn.open_many)
     kind: str = "output"
+    #: The KeyboardInterrupt that stopped it (re-raised by the run, its traceback kept).
+    stop_signal: BaseException | None = field(default=None, repr=False)
 
     @property
     def failed(self) -> bool:
