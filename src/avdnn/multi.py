@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import re
 import threading
 from collections import deque
@@ -103,6 +104,7 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
     if not jobs:
         raise InvalidArgumentError("At least one output file must be specified")
     _refuse_shared_streams([[url for _, url in job.inputs_read()] for job in jobs], "outputs")
+    _refuse_shared_outputs(jobs)
     stats = MultiRunStats([OutputResult(k, job.output_name, _shown(job.inputs_read())) for k, job in enumerate(jobs)])
     bugs: list[BaseException] = []
     stop = threading.Event()
@@ -208,6 +210,22 @@ def _refuse_shared_streams(urls: Sequence[Sequence[str]], what: str) -> None:
                 f"{', '.join(f'#{n}' for n in outs)} read it: give each its own input",
                 option="map",
             )
+
+
+def _refuse_shared_outputs(jobs: Sequence[Job]) -> None:
+    """Two outputs writing one file (or stdout) at once would interleave their bytes: refused
+    (ffmpeg lets them; ``-f null -`` writes nothing and may repeat)."""
+    seen: dict[str, int] = {}
+    for n, job in enumerate(jobs):
+        if not isinstance(job.output, str) or job.options.get("format") == "null":
+            continue
+        name = os.path.abspath(job.output) if job.output_name != "pipe:" else "pipe:"
+        if name in seen:
+            raise InvalidArgumentError(
+                f"outputs #{seen[name]} and #{n} both write '{job.output_name}': give each output its own",
+                file=job.output_name,
+            )
+        seen[name] = n
 
 
 def _instance_scope() -> contextlib.AbstractContextManager[Any]:

@@ -185,6 +185,12 @@ def test_a_live_input_read_by_two_outputs_is_refused() -> None:
     assert "secret" not in res.err
 
 
+def test_two_outputs_to_one_file_are_refused(clip: dict[str, str], tmp_path: Path) -> None:
+    res = run_cli(["-i", clip["carphone"], *FMD5, "-", *FMD5, "-"])
+    assert res.rc != 0 and "outputs #0 and #1 both write 'pipe:'" in res.err and not res.out
+    assert run_cli(["-hide_banner", "-i", clip["carphone"], "-f", "null", "-", "-f", "null", "-"]).rc == 0
+
+
 def test_parse_refuses_an_input_after_an_output_and_trailing_options() -> None:
     res = run_cli(["-i", "a.mp4", "out.mkv", "-i", "b.mp4", "out2.mkv"])
     assert res.rc != 0 and "give every input before the first output" in res.err
