@@ -294,6 +294,7 @@ def test_all_is_sorted_and_complete() -> None:
     public = {n for n in vars(avdnn) if not n.startswith("_")} - {
         "annotations",
         "api",
+        "multi",
         "errors",
         "graph",
         "media",
@@ -301,6 +302,7 @@ def test_all_is_sorted_and_complete() -> None:
         "dnn",
         "cli",
         "cliargs",
+        "cliopts",
         "help",
         "zoo",
         "tracking",

@@ -26,9 +26,11 @@ from .errors import (
     OutOfRangeError,
     PermissionDeniedError,
 )
+from .graph.runstats import MultiRunStats, OutputResult
 from .graph.stats import RunStats
 from .media.detections import Detections
 from .media.frame import Frame, SideData
+from .multi import Job, MultiFrameStream, OutputsFailedError, open_many, run_many
 from .tracking import TrackSummary
 
 __version__ = "0.1.0"
@@ -55,11 +57,16 @@ __all__ = [
     "IOFailureError",
     "InvalidArgumentError",
     "InvalidDataError",
+    "Job",
+    "MultiFrameStream",
+    "MultiRunStats",
     "NotFoundError",
     "NotSupportedError",
     "OptionNotFoundError",
     "OutOfMemoryError",
     "OutOfRangeError",
+    "OutputResult",
+    "OutputsFailedError",
     "PermissionDeniedError",
     "RunStats",
     "SideData",
@@ -69,5 +76,7 @@ __all__ = [
     "batch",
     "keep_models",
     "open",
+    "open_many",
     "run",
+    "run_many",
 ]

@@ -11,18 +11,18 @@ after the output (if any) has been finished cleanly with the frames before the e
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NotSupportedError
 from .graph.complex import apply_complex, linear_graph
+from .graph.outputopts import check_output_options, fold_stream_options, output_size
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions
 from .graph.stats import RunStats
-from .graph.wiring import check_input_codecs, plan_output
+from .graph.wiring import check_input_codecs, plan_output, referenced_inputs
 from .media.frame import Frame
 from .media.sink import Sink
 from .media.source import Source
@@ -118,6 +118,7 @@ class RunOptions(TypedDict, total=False):
     input_codecs: dict[str, str] | None
     banner: bool
     more_inputs: Sequence[tuple[str, str | None, dict[str, str]]]
+    more_source_options: dict[int, dict[str, Any]] | None
 
 
 @overload
@@ -168,6 +169,7 @@ def run(
     input_codecs: dict[str, str] | None = None,
     banner: bool = False,
     more_inputs: Sequence[tuple[str, str | None, dict[str, str]]] = (),
+    more_source_options: dict[int, dict[str, Any]] | None = None,
 ) -> FrameStream | RunStats:
     """Run ``filters`` (an FFmpeg filter string) over ``input``.
 
@@ -190,8 +192,11 @@ def run(
     against the streams' own decoders.
     ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
     ``more_inputs`` are inputs 1, 2, ... as (url, format, options): their streams are mapped as
-    ffmpeg maps them (``map=["0:v:0", "1:a:0"]``, or automatically) and go around the chain;
-    the chain's video comes from ``input``.
+    ffmpeg maps them (``map=["0:v:0", "1:a:0"]``, or automatically). The chain's video may come
+    from any input (``map=["1:v", "0:a"]``); the other streams go around the chain. Only the
+    inputs the maps name are opened (all of them without ``map``). ``more_source_options`` are
+    the Source keywords of inputs 1, 2, ... by index (``{1: {"seek": 2}}``); timing ones (``seek``,
+    ``duration``, ``realtime`` ...) act on the input whose video the output filters.
     """
     from .media.timing import parse_time
 
@@ -203,39 +208,47 @@ def run(
         rec_us = stop_us - (start_us or 0)
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
-    rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
-    source = open_source(
-        input,
-        input_format=input_format,
-        input_options=input_options,
-        source_options=source_options,
-        video=output is None,
-    )
-    try:
-        check_input_codecs(source, input_codecs or {})
-        if banner:
-            dump_input(source)
-        if output is None:
-            pipeline = Pipeline(source, filters, max_frames=frames)
-            stream = FrameStream(pipeline)
-            if frames is not None:
-                return _Limited(stream, frames)
-            return stream
-        opts = _stream_options(
-            stream_options,
-            map=map,
-            vn=vn,
-            an=an,
-            sn=sn,
-            dn=dn,
-            codec=codec,
-            audio_codec=audio_codec,
-            subtitle_codec=subtitle_codec,
-            audio_bitrate=audio_bitrate,
-            audio_rate=audio_rate,
-            audio_channels=audio_channels,
-            audio_filters=audio_filters,
+    rate = check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
+    if output is None:
+        source = open_source(
+            input, input_format=input_format, input_options=input_options, source_options=source_options
         )
+        try:
+            check_input_codecs(source, input_codecs or {})
+            if banner:
+                dump_input(source)
+            pipeline = Pipeline(source, filters, max_frames=frames)
+        except BaseException:
+            source.close()
+            raise
+        stream = FrameStream(pipeline)
+        return _Limited(stream, frames) if frames is not None else stream
+    opts = fold_stream_options(
+        stream_options,
+        map=map,
+        vn=vn,
+        an=an,
+        sn=sn,
+        dn=dn,
+        codec=codec,
+        audio_codec=audio_codec,
+        subtitle_codec=subtitle_codec,
+        audio_bitrate=audio_bitrate,
+        audio_rate=audio_rate,
+        audio_channels=audio_channels,
+        audio_filters=audio_filters,
+    )
+    used = referenced_inputs(opts.maps, 1 + len(more_inputs))
+    inputs: list[Source | None] = [None] * (1 + len(more_inputs))
+    if 0 in used:
+        inputs[0] = open_source(
+            input, input_format=input_format, input_options=input_options, source_options=source_options, video=False
+        )
+    try:
+        if inputs[0] is not None:
+            check_input_codecs(inputs[0], input_codecs or {})
+            if banner:
+                dump_input(inputs[0])
         video_codec = opts.lookup(opts.codecs, "video", 0)
         sink = Sink(
             output,
@@ -251,23 +264,37 @@ def run(
             start_time=start_us,
             recording_time=rec_us,
             format_options=format_options,
-            size=_size(size),
+            size=output_size(size),
         )
     except BaseException:
-        source.close()
+        _close_all(inputs)
         raise
-    others: list[Source] = []
     companions: list[Any] = []
     try:
         for k, (url, fmt, options) in enumerate(more_inputs, start=1):
-            others.append(open_source(url, input_format=fmt, input_options=options, video=False))
-            if banner:
-                dump_input(others[-1], k)
-        companions = plan_output(source, sink, opts, filters, bitexact=sink.bitexact, others=others)
+            if k in used:
+                own = (more_source_options or {}).get(k)
+                inputs[k] = more = open_source(
+                    url, input_format=fmt, input_options=options, source_options=own, video=False
+                )
+                if banner:
+                    dump_input(more, k)
+        driver, companions = plan_output(inputs, sink, opts, filters, bitexact=sink.bitexact)
+        picked = inputs[driver]
+        assert picked is not None
+        source = picked
+        for companion in companions:  # an input feeding streams around the chain is read as is
+            k = next(k for k, src in enumerate(inputs) if src is companion.source)
+            timing = set((source_options if k == 0 else (more_source_options or {}).get(k)) or {}) & _TIMING_OPTIONS
+            if timing:
+                raise NotSupportedError(
+                    f"input options {', '.join(sorted(timing))} of input #{k}, whose streams go around "
+                    f"the chain of input #{driver}'s video, are not supported yet",
+                    option="i",
+                )
+        others = [src for k, src in enumerate(inputs) if src is not None and k != driver]
     except BaseException:
-        for other in others:
-            other.close()
-        source.close()
+        _close_all(inputs)
         sink.abort()
         raise
     if banner:
@@ -278,9 +305,7 @@ def run(
     try:
         pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
     except BaseException:
-        for other in others:
-            other.close()
-        source.close()
+        _close_all(inputs)
         sink.abort()
         raise
     try:
@@ -294,75 +319,21 @@ def run(
             other.close()
 
 
+#: Source keywords that shift or cut the input's timeline (they act on the driving input only).
+_TIMING_OPTIONS = {"seek", "duration", "to", "itsoffset", "stream_loop", "realtime", "readrate"}
+
+
+def _close_all(inputs: Sequence[Source | None]) -> None:
+    for src in inputs:
+        if src is not None:
+            src.close()
+
+
 def dump_input(source: Source, index: int = 0) -> bool:
     """ffmpeg's ``Input #index, FORMAT, from 'URL':`` block of an open source, on stderr."""
     from .media.banner import dump_format
 
     return dump_format(source.container, index, "pipe:" if source.url == "-" else source.url, output=False)
-
-
-def _check_output_options(
-    *, rate: Fraction | float | str | None, fps_mode: str, pix_fmt: str | None, frames: int | None
-) -> Fraction | None:
-    """The output options as values, checked before anything is opened (avdnn's errors, not Python's)."""
-    out: Fraction | None = None
-    if rate is not None:
-        try:
-            out = Fraction(rate)
-        except (ValueError, ZeroDivisionError, TypeError):
-            raise InvalidArgumentError(f"Invalid framerate value: {rate}", option="r") from None
-        if out <= 0:
-            raise InvalidArgumentError(f"Invalid framerate value: {rate}", option="r")
-    if fps_mode not in ("auto", "passthrough", "cfr", "vfr"):
-        raise InvalidArgumentError(
-            f"Invalid value {fps_mode} for fps_mode: auto, passthrough, cfr or vfr", option="fps_mode"
-        )
-    if pix_fmt is not None:
-        from .media.pixfmt import is_known
-
-        if not is_known(pix_fmt):
-            raise InvalidArgumentError(f"Unknown pixel format requested: {pix_fmt}.", option="pix_fmt")
-    if frames is not None and (not isinstance(frames, int) or frames < 0):
-        raise InvalidArgumentError(f"Invalid frame count '{frames}'", option="frames:v")
-    return out
-
-
-def _size(size: tuple[int, int] | str | None) -> tuple[int, int] | None:
-    if size is None or isinstance(size, tuple):
-        return size
-    from .media.values import parse_size
-
-    return parse_size(size)
-
-
-def _stream_options(
-    given: StreamOptions | None,
-    *,
-    map: Sequence[str] | None,  # noqa: A002 - ffmpeg's -map
-    vn: bool,
-    an: bool,
-    sn: bool,
-    dn: bool,
-    codec: str | None,
-    audio_codec: str | None,
-    subtitle_codec: str | None,
-    audio_bitrate: str | int | None,
-    audio_rate: int | None,
-    audio_channels: int | None,
-    audio_filters: str,
-) -> StreamOptions:
-    """The keyword shortcuts folded into one StreamOptions (explicit ``stream_options`` first)."""
-    opts = copy.deepcopy(given) if given is not None else StreamOptions()  # the caller's object stays as it was
-    opts.maps = opts.maps or list(map or [])
-    opts.vn, opts.an, opts.sn, opts.dn = opts.vn or vn, opts.an or an, opts.sn or sn, opts.dn or dn
-    for spec, name in (("v", codec), ("a", audio_codec), ("s", subtitle_codec)):
-        if name is not None:
-            opts.codecs.setdefault(spec, name)
-    for key, number in (("b", audio_bitrate), ("ar", audio_rate), ("ac", audio_channels)):
-        if number is not None:
-            opts.per_stream.setdefault((key, "a"), str(number))
-    opts.audio_filters = opts.audio_filters or audio_filters
-    return opts
 
 
 def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()

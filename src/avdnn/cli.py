@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from .cliargs import LOG_LEVELS, Args, parse_args, run_kwargs
@@ -26,37 +27,54 @@ from .errors import (
     FFMPEG_ERROR_RATE_EXCEEDED,
     AvdnnError,
     InvalidArgumentError,
+    NotSupportedError,
 )
 
 log = logging.getLogger("avdnn")
 
 
 class Progress:
-    """ffmpeg's stderr status line: frame, fps, time, speed."""
+    """ffmpeg's stderr status line: frame, fps, time, speed.
 
-    def __init__(self, stream: TextIO) -> None:
+    With several outputs, one part per output on the same line:
+    ``out#0 frame=  120 fps= 50 time=00:00:04.80 speed=1.9x | out#1 frame= ... elapsed=2.51s``.
+    The outputs call it from their own threads; a lock keeps the line whole.
+    """
+
+    def __init__(self, stream: TextIO, outputs: int = 1) -> None:
         self.stream = stream
         self.start = time.monotonic()
         self.last = 0.0
         self.shown = False
+        self._latest: list[tuple[Any, Any] | None] = [None] * outputs
+        self._lock = threading.Lock()
 
-    def __call__(self, stats: Any, frame: Any, final: bool = False) -> None:
-        now = time.monotonic()
-        if not final and now - self.last < 0.5:
-            return
-        self.last = now
-        elapsed = max(now - self.start, 1e-9)
+    def __call__(self, stats: Any, frame: Any, final: bool = False, index: int = 0) -> None:
+        with self._lock:
+            self._latest[index] = (stats, frame)
+            now = time.monotonic()
+            if not final and now - self.last < 0.5:
+                return
+            self.last = now
+            elapsed = max(now - self.start, 1e-9)
+            several = len(self._latest) > 1
+            parts = [
+                (f"out#{k} " if several else "") + self._part(*latest, elapsed)
+                for k, latest in enumerate(self._latest)
+                if latest is not None
+            ]
+            self.stream.write(" | ".join(parts) + f" elapsed={elapsed:.2f}s" + ("\n" if final else "\r"))
+            self.stream.flush()
+            self.shown = True
+
+    @staticmethod
+    def _part(stats: Any, frame: Any, elapsed: float) -> str:
         t = frame.time if frame is not None and frame.time is not None else 0.0
         hh, rem = divmod(max(t, 0.0), 3600)
         mm, ss = divmod(rem, 60)
         frames = stats.frames_written or sum(s.packets_written for s in stats.streams if s.media_type == "video")
         fps = frames / elapsed
-        self.stream.write(
-            f"frame={frames:5d} fps={fps:5.3g} time={int(hh):02d}:{int(mm):02d}:"
-            f"{ss:05.2f} speed={t / elapsed:5.3g}x elapsed={elapsed:.2f}s" + ("\n" if final else "\r")
-        )
-        self.stream.flush()
-        self.shown = True
+        return f"frame={frames:5d} fps={fps:5.3g} time={int(hh):02d}:{int(mm):02d}:{ss:05.2f} speed={t / elapsed:5.3g}x"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.input is None:
             raise InvalidArgumentError("No input specified: use -i INPUT (see avdnn -h)")
-        if args.output is None:
+        if not args.outputs:
             return _probe(args, level)
         return _run(args, level)
     except AvdnnError as exc:
@@ -189,53 +207,81 @@ def _probe(args: Args, level: int) -> int:
 
 
 def _run(args: Args, level: int) -> int:
-    from . import api
+    """Every output of the command line, each its own pipeline on its own thread (avdnn.run_many)."""
+    from .multi import Job, OutputsFailedError, run_many
 
+    outputs = args.outputs or [args]
+    if args.filter_complex is not None and len(outputs) > 1:
+        raise NotSupportedError("-filter_complex with several outputs is not supported yet", option="filter_complex")
     show = args.stats is not False  # ffmpeg's -stats is on by default (tools parse its frame= line)
-    progress = Progress(sys.stderr) if show and level <= logging.INFO else None
-    last: list[Any] = [None]
+    progress = Progress(sys.stderr, len(outputs)) if show and level <= logging.INFO else None
+    last: list[Any] = [None] * len(outputs)
     machine: Any = None
-    if args.progress is not None:
+    if args.progress is not None:  # the machine-readable report follows the first output
         from .progress import ProgressWriter
 
-        machine = ProgressWriter(args.progress, period=args.stats_period, output=args.output)
+        machine = ProgressWriter(args.progress, period=args.stats_period, output=outputs[0].output)
 
-    def on_frame(stats: Any, frame: Any) -> None:
-        last[0] = frame
-        if progress is not None:
-            progress(stats, frame)
-        if machine is not None:
-            machine(stats, frame)
+    def on_frame(index: int) -> Callable[[Any, Any], None]:
+        def report(stats: Any, frame: Any) -> None:
+            last[index] = frame
+            if progress is not None:
+                progress(stats, frame, index=index)
+            if machine is not None and index == 0:
+                machine(stats, frame)
 
+        return report
+
+    jobs = []
+    for index, out in enumerate(outputs):
+        assert out.output is not None  # main() refused a command line without one
+        options = run_kwargs(out)
+        options["progress"] = on_frame(index)
+        # the Input/Output blocks: one output only (several outputs' threads would interleave them)
+        options["banner"] = level <= logging.INFO and len(outputs) == 1
+        jobs.append(Job(args.input or "", out.filters, output=out.output, **options))
     try:
-        assert args.output is not None  # main() refused a command line without one
-        options = run_kwargs(args)
-        options["progress"] = on_frame
-        options["banner"] = level <= logging.INFO
-        stats = api.run(args.input or "", args.filters, output=args.output, **options)
+        report = run_many(jobs)
         if machine is not None:
-            machine(stats, last[0], final=True)
+            machine(report[0], last[0], final=True)
             machine.close()
-    except AvdnnError as exc:
-        failed = getattr(exc, "stats", None)
-        if failed is None:
-            raise
-        if progress is not None and progress.shown:
-            sys.stderr.write("\n")
-        if level <= logging.CRITICAL:
-            sys.stderr.write(f"avdnn: {exc.oneline()}\n")
-        if level <= logging.ERROR:
-            sys.stderr.write(failed.summary() + "\n")
-            sys.stderr.write(
-                f"avdnn: output '{args.output}' was finished cleanly with the "
-                f"{failed.frames_written} frames before the error\n"
-            )
-        return exit_status(exc.code)
+    except OutputsFailedError as exc:
+        first = exc.failed[0]
+        if len(outputs) == 1 and first.stats is None and first.error is not None:
+            raise first.error from None  # failed before it ran: main() prints its line
+        return _failed(exc, [str(out.output) for out in outputs], progress, level)
     if progress is not None:
-        progress(stats, last[0], final=True)
+        for index, result in enumerate(report.outputs):
+            if result.stats is not None:
+                progress(result.stats, last[index], final=index == len(outputs) - 1, index=index)
     if level <= logging.INFO:
-        sys.stderr.write(stats.summary() + "\n")
+        sys.stderr.write(report.summary() + "\n")
     return 0
+
+
+def _failed(exc: Any, names: list[str], progress: Progress | None, level: int) -> int:
+    """Some outputs failed (the others are complete): one line each, the accounting, ffmpeg's status."""
+    report = exc.stats
+    several = len(report.outputs) > 1
+    if progress is not None and several:  # the outputs that ran: their last counts
+        ran = [(k, out) for k, out in enumerate(report.outputs) if out.stats is not None]
+        for n, (k, out) in enumerate(ran):
+            progress(out.stats, None, final=n == len(ran) - 1, index=k)
+    elif progress is not None and progress.shown:
+        sys.stderr.write("\n")
+    if level <= logging.CRITICAL:
+        for out in exc.failed:
+            where = f"{out.name} ({out.describe_inputs()}): " if several else ""
+            sys.stderr.write(f"avdnn: {where}{out.error.oneline()}\n")
+    if level <= logging.ERROR:
+        sys.stderr.write(report.summary() + "\n")
+        for out in exc.failed:
+            if out.stats is not None:
+                sys.stderr.write(
+                    f"avdnn: output '{names[out.index]}' was finished cleanly with the "
+                    f"{out.stats.frames_written} frames before the error\n"
+                )
+    return exit_status(exc.code)
 
 
 def _batch(argv: list[str]) -> int:

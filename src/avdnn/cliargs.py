@@ -1,6 +1,7 @@
 """The ffmpeg-shaped command line, parsed: argv to :class:`Args` (and :func:`run_kwargs` for the API).
 
-ffmpeg's argument order: options apply to the next ``-i`` (input) or output path. Options are
+ffmpeg's argument order: options apply to the next ``-i`` (input) or output path; each output's
+options are its own (they reset after its path, as ffmpeg's OptionsContext does). Options are
 avdnn's own (ffmpeg_opt.c names, booleans negated with ``no``) or AVOptions of libavcodec,
 libavformat, libswscale or libswresample, looked up as ffmpeg's cmdutils does; any other name is
 ffmpeg's "Unrecognized option", and an option after the output is an error. :mod:`avdnn.cli`
@@ -9,13 +10,17 @@ runs what this module parses.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from .api import RunOptions, StreamOptions
+from .cliopts import SOURCE_GLOBAL as _SOURCE_GLOBAL
+from .cliopts import SOURCE_INPUT as _SOURCE_INPUT
+from .cliopts import output_option, source_option
 from .errors import (
     AVERROR_OPTION_NOT_FOUND,
     InvalidArgumentError,
@@ -89,8 +94,36 @@ class Args:
     filter_complex: str | None = None
     #: inputs 1, 2, ...: (url, -f, options before their -i)
     more_inputs: list[tuple[str, str | None, dict[str, str]]] = field(default_factory=list)
+    #: inputs 1, 2, ...: their Source keywords (-ss, -t, -re ...; -xerror/-max_error_rate are in all), by index
+    more_source_options: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: -c:v / -vcodec, -c:a / -acodec before -i, by media type
     input_codecs: dict[str, str] = field(default_factory=dict)
+    #: Every output in command-line order, each an Args of its own: the global and input options
+    #: are the same in all, the output options (``_OUTPUT_FIELDS``) are that output's. The
+    #: output fields of this Args itself are the first output's (with one output: the output).
+    outputs: list[Args] = field(default_factory=list)
+
+
+#: The fields of Args that an output path takes and resets (ffmpeg: per-output options).
+_OUTPUT_FIELDS = (
+    "filters",
+    "frames",
+    "codec",
+    "pix_fmt",
+    "rate",
+    "format",
+    "fps_mode",
+    "bitexact",
+    "codec_options",
+    "format_options",
+    "streams",
+    "metadata",
+    "start_time",
+    "recording_time",
+    "stop_time",
+    "size",
+    "output",
+)
 
 
 #: ffmpeg's boolean options (``-an``; ``-noNAME`` negates), by where they apply.
@@ -165,18 +198,23 @@ def parse_args(argv: Sequence[str]) -> Args:
     def value(opt: str) -> str:
         nonlocal i
         if i + 1 >= len(argv):
+            if trailing is not None:
+                raise _trailing(trailing)
             raise InvalidArgumentError(f"Missing argument for option '{opt.lstrip('-')}'.")
         i += 1
         return argv[i]
 
+    trailing: str | None = None  # the first output option since the last output path
     while i < len(argv):
         tok = argv[i]
         name, spec = _split(tok) if tok.startswith("-") and tok != "-" else ("", "")
+        if a.outputs and trailing is None and name and name not in _GLOBAL_NAMES:
+            trailing = tok
         negated = name[2:] if name.startswith("no") and name[2:] in _GLOBAL_BOOLS | _FILE_BOOLS else None
         if not name:
-            if a.output is not None:
-                raise InvalidArgumentError(f"avdnn writes one output: '{a.output}' and '{tok}' given")
             a.output = tok
+            _end_output(a)
+            trailing = None
         elif name in _GLOBAL_BOOLS or negated in _GLOBAL_BOOLS:
             _global_flag(a, negated or name, on=negated is None)
         elif name in _GLOBAL_VALUES:
@@ -187,14 +225,16 @@ def parse_args(argv: Sequence[str]) -> Args:
             a.help_topic = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else ""
             i += 1 if a.help_topic else 0
         elif name == "i":
-            if a.input is not None:  # a second input: its streams go around the chain (moviepy's audio)
-                if pending_src:
-                    raise NotSupportedError(
-                        f"input options {', '.join(sorted(pending_src))} on a second input "
-                        "are not supported yet (they apply to the first input)",
-                        option="i",
-                    )
+            if a.outputs:
+                raise NotSupportedError(
+                    f"-i {argv[i + 1] if i + 1 < len(argv) else ''} after the output '{a.outputs[-1].output}': "
+                    "give every input before the first output",
+                    option="i",
+                )
+            if a.input is not None:  # a second input: its streams go around a chain, or feed one (-map 1:v)
                 a.more_inputs.append((value(tok), pending_fmt, pending_in))
+                if pending_src:
+                    a.more_source_options[len(a.more_inputs)] = pending_src
             else:
                 a.input, a.input_format, a.input_options = value(tok), pending_fmt, pending_in
                 a.source_options.update(pending_src)
@@ -202,13 +242,7 @@ def parse_args(argv: Sequence[str]) -> Args:
                 a.streams.input_disabled[len(a.more_inputs)] = pending_disabled
             pending_fmt, pending_in, pending_src, pending_disabled = None, {}, {}, set()
         elif tok in _SOURCE_GLOBAL or ((a.input is None or i < last_input) and tok in _SOURCE_INPUT):
-            _source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok, value)
-        elif a.output is not None:
-            # after the output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
-            raise InvalidArgumentError(
-                f"Trailing option(s) found in the command line: {tok} (options go before the output they apply to)",
-                option=tok[1:],
-            )
+            source_option(a.source_options if tok in _SOURCE_GLOBAL else pending_src, pending_in, tok, value)
         elif a.input is None or i < last_input:
             if name == "f":
                 pending_fmt = value(tok)
@@ -232,12 +266,42 @@ def parse_args(argv: Sequence[str]) -> Args:
             else:
                 setattr(a.streams, flag, negated is None)
         elif name in _OUTPUT_VALUES:
-            _output_option(a, name, spec, value(tok))
+            output_option(a, name, spec, value(tok))
         else:
             owner = _check_av_option(tok)
             (a.format_options if owner == "avformat" else a.codec_options)[tok[1:]] = value(tok)
         i += 1
+    if trailing is not None:
+        raise _trailing(trailing)
+    shared = {key: v for key, v in a.source_options.items() if f"-{key}" in _SOURCE_GLOBAL}
+    for k in range(1, len(a.more_inputs) + 1) if shared else ():  # -xerror, -max_error_rate: every input's
+        a.more_source_options.setdefault(k, {}).update(shared)
+    if a.outputs:  # this Args's output fields are the first output's (one output: the output)
+        for name in _OUTPUT_FIELDS:
+            setattr(a, name, getattr(a.outputs[0], name))
     return a
+
+
+#: Options that may follow the last output: global ones (ffmpeg parses them anywhere).
+_GLOBAL_NAMES = {*_GLOBAL_BOOLS, *(f"no{n}" for n in _GLOBAL_BOOLS), *_GLOBAL_VALUES, *_TOOL_VALUES}
+_GLOBAL_NAMES |= {"h", "help", "-help", "?", "xerror", "max_error_rate"}
+
+
+def _trailing(tok: str) -> InvalidArgumentError:
+    # after the last output: ffmpeg warns that trailing options may be ignored; avdnn never ignores one
+    return InvalidArgumentError(
+        f"Trailing option(s) found in the command line: {tok} (options go before the output they apply to)",
+        option=tok[1:],
+    )
+
+
+def _end_output(a: Args) -> None:
+    """An output path: its options become that output's, and the next output starts from the defaults."""
+    a.outputs.append(dataclasses.replace(a, outputs=[]))
+    fresh = Args()
+    for name in _OUTPUT_FIELDS:
+        setattr(a, name, getattr(fresh, name))
+    a.streams.input_disabled = a.outputs[-1].streams.input_disabled  # an input option: the same for all
 
 
 def _global_flag(a: Args, name: str, *, on: bool) -> None:
@@ -298,131 +362,6 @@ def _check_av_option(tok: str) -> str:
     return owner
 
 
-#: Input options Source takes, by flag: the keyword, and its type (bool: a flag without a value).
-_SOURCE_INPUT: dict[str, Any] = {
-    "-ss": str,
-    "-t": str,
-    "-to": str,
-    "-itsoffset": str,
-    "-stream_loop": int,
-    "-re": bool,
-    "-readrate": float,
-    "-readrate_initial_burst": float,
-    "-autorotate": bool,
-    "-noautorotate": bool,
-    "-display_rotation": float,
-    "-display_hflip": bool,
-    "-display_vflip": bool,
-    "-accurate_seek": bool,
-    "-noaccurate_seek": bool,
-    "-threads": str,
-    "-err_detect": str,
-    "-discard": str,
-}
-_SOURCE_GLOBAL: dict[str, Any] = {"-xerror": bool, "-max_error_rate": float}
-_SOURCE_KEYS = {
-    "-ss": "seek",
-    "-t": "duration",
-    "-re": "realtime",
-    "-itsoffset": "itsoffset",
-    "-to": "to",
-    "-stream_loop": "stream_loop",
-    "-noautorotate": "autorotate",
-    "-noaccurate_seek": "accurate_seek",
-}
-
-
-def _source_option(dest: dict[str, Any], demuxer: dict[str, str], tok: str, value: Callable[[str], str]) -> None:
-    """One input option (or -xerror/-max_error_rate) as a Source keyword, typed as ffmpeg parses it."""
-    kind = _SOURCE_INPUT[tok] if tok in _SOURCE_INPUT else _SOURCE_GLOBAL[tok]
-    key = _SOURCE_KEYS.get(tok, tok[1:])
-    if kind is bool:
-        dest[key] = not tok.startswith("-no")
-        return
-    val = value(tok)
-    if tok == "-err_detect":  # ffmpeg hands a key both the demuxer and the decoder know to both
-        demuxer["err_detect"] = val
-        dest.setdefault("decoder_options", {})["err_detect"] = val
-        return
-    try:
-        dest[key] = kind(val)
-    except ValueError:
-        raise InvalidArgumentError(f"Failed to set value '{val}' for option '{tok[1:]}'", option=tok[1:]) from None
-
-
-def _output_option(a: Args, name: str, spec: str, val: str) -> None:
-    st = a.streams
-    if name in ("vf", "filter") and spec in ("", "v"):
-        a.filters = val
-    elif name == "af" or (name == "filter" and spec == "a"):
-        st.audio_filters = val
-    elif name in ("frames", "vframes") and spec in ("", "v"):
-        try:
-            a.frames = int(val)
-        except ValueError:
-            raise InvalidArgumentError(f"Invalid frame count '{val}'", option="frames:v") from None
-    elif name in ("c", "codec", "vcodec", "acodec", "scodec"):
-        key = {"vcodec": "v", "acodec": "a", "scodec": "s"}.get(name, spec)
-        st.codecs[key] = val
-        if key in ("v", "v:0") or (key == "" and val != "copy"):
-            a.codec = val
-    elif name == "map":
-        st.maps.append(val)
-    elif name in ("ss", "t", "to"):
-        from .media.timing import parse_time
-
-        parse_time(val, name)  # checked here, so the error names the option before anything opens
-        if name == "ss":
-            a.start_time = val
-        elif name == "t":
-            a.recording_time = val
-        else:
-            a.stop_time = val
-    elif name == "metadata":
-        key, sep, v = val.partition("=")
-        if not sep:
-            raise InvalidArgumentError(f"Invalid metadata '{val}': expected key=value", option="metadata")
-        if not spec or spec == "g":
-            a.metadata[key] = v
-        elif spec.startswith("s"):  # -metadata:s:a:0, -metadata:s:v, -metadata:s:1
-            st.stream_metadata.setdefault(spec[2:], {})[key] = v
-        else:
-            raise NotSupportedError(
-                f"-metadata:{spec}: chapter and program metadata are not supported yet", option=f"metadata:{spec}"
-            )
-    elif name in ("map_metadata", "map_chapters"):
-        setattr(st, name, val)
-    elif name == "s" and spec in ("", "v"):
-        from .media.values import parse_size
-
-        a.size = parse_size(val)
-    elif name in ("b", "ar", "ac"):
-        if name == "b" and spec in ("", "v", "v:0"):
-            a.codec_options["b"] = val
-        else:
-            st.per_stream[(name, spec or "a")] = val
-    elif name == "pix_fmt":
-        from .media.pixfmt import canonical, is_known
-
-        if not is_known(val):
-            raise InvalidArgumentError(f"Unknown pixel format requested: {val}.", option="pix_fmt")
-        a.pix_fmt = canonical(val)
-    elif name == "r":
-        try:
-            a.rate = Fraction(val)
-        except (ValueError, ZeroDivisionError):
-            raise InvalidArgumentError(f"Invalid framerate value: {val}", option="r") from None
-    elif name == "f":
-        a.format = val
-    elif name in ("fps_mode", "vsync"):
-        modes = {"0": "passthrough", "1": "cfr", "2": "vfr", "-1": "auto"}
-        a.fps_mode = modes.get(val, val)
-        if a.fps_mode not in ("passthrough", "cfr", "vfr", "auto"):
-            raise InvalidArgumentError(f"Invalid value {val} for fps_mode", option="fps_mode")
-    else:
-        raise OptionNotFoundError(f"Unrecognized option '{name}:{spec}'.", code=AVERROR_OPTION_NOT_FOUND)
-
-
 def run_kwargs(args: Args) -> RunOptions:
     """The :func:`avdnn.run` keywords of a parsed command line's output options."""
     return {
@@ -448,6 +387,7 @@ def run_kwargs(args: Args) -> RunOptions:
         "filter_complex": args.filter_complex,
         "input_codecs": args.input_codecs or None,
         "more_inputs": args.more_inputs,
+        "more_source_options": args.more_source_options or None,
     }
 
 

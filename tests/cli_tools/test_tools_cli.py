@@ -443,8 +443,9 @@ def test_second_input_banner_and_bad_map(mkv: str, wav: str) -> None:
     assert "Input #0, matroska,webm, from" in err and "Input #1, wav, from" in err
     bad = _avdnn(["-hide_banner", "-v", "error", "-i", mkv, "-i", wav, "-map", "2:a", "-f", "null", "-"])
     assert bad.returncode == 234 and b"Invalid input file index: 2." in bad.stderr
+    # the chain's video may come from any input (issue 13): input #1 drives this output
     second_video = _avdnn(["-hide_banner", "-v", "error", "-i", wav, "-i", mkv, "-map", "1:v", "-f", "null", "-"])
-    assert second_video.returncode != 0 and b"the video of input #1" in second_video.stderr
+    assert second_video.returncode == 0, second_video.stderr
 
 
 def test_a_broken_pipe_with_copied_audio_reads_no_further_and_balances(clip: dict[str, str]) -> None:

@@ -25,6 +25,7 @@ from .chain import auto_format, build_stages, stage_out_rate
 from .lavfi import LavfiSegment
 from .parse import FilterSpec
 from .stats import COUNT_CHANGING, RunStats, StageStats
+from .stop import current_stop
 from .threads import Writer, prefetch
 
 #: Frames queued between the decoder, the chain and the encoder threads (bounds memory).
@@ -75,11 +76,16 @@ class Pipeline:
         self._cut_short = False  # a stage took no more input (trim): the ones before it stopped early
         #: set (by the writer thread) when the output wants no more frames or failed
         self._stopping = False
+        #: the run's stop request when several outputs run on threads (graph.stop): Ctrl-C for all
+        self._stop_request = current_stop()
 
     # -- frame flow -----------------------------------------------------------------------
 
     def _read(self) -> Iterator[Frame]:
+        stop = self._stop_request
         for frame in self.source:
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt  # another thread took the SIGINT: stop as on Ctrl-C
             self.stats.frames_read += 1
             yield frame
         self._eof = True

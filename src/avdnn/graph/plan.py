@@ -256,13 +256,15 @@ def build_sides(
     defaults: dict[str, str | None],
     chain_given: bool,
     input_trim: tuple[int | None, int | None] = (None, None),
+    trim_file: int = 0,
     file_of: Callable[[Any], tuple[int, Any]] | None = None,
 ) -> list[SidePath]:
     """One path per output stream other than the chain's video, in output order.
 
     ``file_of`` gives a stream's input file index and timestamp offset when there are several
     inputs (default: input 0 and ``offset``); each path records its ``input_file``.
-    ``input_trim`` is input 0's own trim (its -ss with accurate seek, -t/-to).
+    ``input_trim`` is the own trim (its -ss with accurate seek, -t/-to) of input ``trim_file``, the
+    one whose demuxer feeds the chain.
     """
     sides: list[SidePath] = []
     base_offset = offset
@@ -277,7 +279,7 @@ def build_sides(
             continue
         file_index, offset = file_of(stream) if file_of is not None else (0, base_offset)
         label = f"{file_index}:{stream.index} {stream.type}"
-        trim = input_trim if file_index == 0 else (None, None)
+        trim = input_trim if file_index == trim_file else (None, None)
         if stream.type == "subtitle" and codec != "copy":
             codec = codec or defaults.get("subtitle")
             if not codec:

@@ -1,8 +1,8 @@
 """Wiring an output: which input streams it takes and how each reaches the sink.
 
 ffmpeg's stream selection (graph.plan) gives the output's streams; this hands the chain's
-video to the source, the other streams to side paths in the sink, and makes a companion
-demuxer for each other input that feeds the output.
+video to the input it comes from (any input: that one drives the output), the other streams to
+side paths in the sink, and makes a companion demuxer for each other input that feeds the output.
 """
 
 from __future__ import annotations
@@ -10,10 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import InvalidArgumentError, NotSupportedError
+from ..errors import AvdnnError, InvalidArgumentError, NotSupportedError
 from ..media.sink import Sink
 from ..media.source import Source
-from .plan import StreamOptions, build_sides, filtered_copy_error, plan_dispositions, plan_metadata, select_streams
+from .plan import (
+    StreamMap,
+    StreamOptions,
+    build_sides,
+    filtered_copy_error,
+    plan_dispositions,
+    plan_metadata,
+    select_streams,
+)
 
 
 def check_input_codecs(source: Source, names: dict[str, str]) -> None:
@@ -29,18 +37,35 @@ def check_input_codecs(source: Source, names: dict[str, str]) -> None:
             )
 
 
-def plan_output(
-    source: Source, sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool, others: Sequence[Source] = ()
-) -> list[Any]:
-    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to source and sink.
+def referenced_inputs(maps: Sequence[str], count: int) -> set[int]:
+    """The inputs an output's ``-map`` options name (all ``count`` without maps: ffmpeg's automatic
+    selection looks at every input). Only these are opened for the output, so an input that
+    cannot be read fails the outputs that use it and no other."""
+    if not maps:
+        return set(range(count))
+    try:
+        named = {StreamMap.parse(m).file for m in maps if not m.startswith("-")}
+    except AvdnnError:
+        return set(range(count))  # the map is refused by select_streams, with its own message
+    return {k for k in named if k < count} or {0}
 
-    Returns the demuxers of the other inputs that feed some of the output's streams (not started).
+
+def plan_output(
+    inputs: Sequence[Source | None], sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool
+) -> tuple[int, list[Any]]:
+    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to the inputs and the sink.
+
+    ``inputs`` are the run's inputs in command-line order (None: not opened, no map of this
+    output names it). The chain's video may come from any of them: that input drives the
+    output (its demuxer feeds the chain and its own other streams); each other input that
+    feeds a stream gets a companion demuxer. Returns the driving input's index and the
+    companions (not started).
     """
+    opened = [(k, src) for k, src in enumerate(inputs) if src is not None]
     defaults = {kind: sink.default_codec(kind) for kind in ("video", "audio", "subtitle")}
-    files = {id(s): (k, src.offset) for k, src in enumerate([source, *others]) for s in src.streams}
-    streams = select_streams(
-        list(source.streams), opts, defaults=defaults, more_files=[list(o.streams) for o in others]
-    )
+    files = {id(s): (k, src.offset) for k, src in opened for s in src.streams}
+    own = [[] if src is None else list(src.streams) for src in inputs]
+    streams = select_streams(own[0], opts, defaults=defaults, more_files=own[1:])
     chain_given = bool(filters.strip())
     video = next((s for s in streams if s.type == "video"), None)
     if (
@@ -55,12 +80,10 @@ def plan_output(
         raise InvalidArgumentError(
             "a filter chain (-vf) was given but the output has no video stream to filter", option="vf"
         )
-    if video is not None and files[id(video)][0] != 0:
-        raise NotSupportedError(
-            f"the video of input #{files[id(video)][0]}: the chain's video comes from the "
-            "first input in this version (map its video first: -map 0:v)",
-            option="map",
-        )
+    used = {files[id(s)][0] for s in streams}
+    driver = files[id(video)][0] if video is not None else min(used or {opened[0][0]})
+    source = inputs[driver]
+    assert source is not None  # the streams chosen are those of opened inputs
     source.use_video(None if video is None else video.index)
     sides = build_sides(
         streams,
@@ -71,15 +94,22 @@ def plan_output(
         defaults=defaults,
         chain_given=chain_given,
         input_trim=source.input_trim,
+        trim_file=driver,
         file_of=lambda s: files[id(s)],
     )
+    # side.input_file from here on: 0 for the driving input's own demuxer, k >= 1 for companion k
+    others = [(k, src) for k, src in opened if k != driver]
+    relative = {driver: 0, **{k: n for n, (k, _) in enumerate(others, start=1)}}
+    for side in sides:
+        side.input_file = relative[side.input_file]
+    first = inputs[0] if inputs[0] is not None else source  # ffmpeg copies metadata from input 0
     if sink.muxer_name not in ("md5", "framemd5", "hash", "framehash", "crc", "framecrc"):
         sink.dispositions = plan_dispositions(streams)
         sink.metadata, sink.stream_metadata, sink.chapters = plan_metadata(
             streams,
             sides,
             opts,
-            container=source.container,
+            container=first.container,
             global_tags=sink.metadata,
             bitexact=sink.bitexact,
             video_encoder=None if video is None else sink.codec_name,
@@ -88,8 +118,8 @@ def plan_output(
     sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
     from ..media.companion import CompanionInput
 
-    return [
-        CompanionInput(other, [s for s in sides if s.input_file == k], sink)
-        for k, other in enumerate(others, start=1)
-        if any(s.input_file == k for s in sides)
+    return driver, [
+        CompanionInput(other, [s for s in sides if s.input_file == n], sink)
+        for n, (_, other) in enumerate(others, start=1)
+        if any(s.input_file == n for s in sides)
     ]
