@@ -20,9 +20,10 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, BinaryIO, Unpack
+from typing import BinaryIO, Unpack
 
 from .api import FrameStream, RunOptions, run
+from .dnn.shared import InstanceScope, current_scope
 from .errors import AvdnnError, InvalidArgumentError
 from .graph.runstats import MultiRunStats, OutputResult
 from .graph.stats import RunStats
@@ -109,7 +110,7 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
     bugs: list[BaseException] = []
     stop = threading.Event()
     interrupt: KeyboardInterrupt | None = None
-    with _instance_scope() as scope:
+    with InstanceScope() as scope:  # DNN filters naming one model_instance share it across the outputs
         if len(jobs) == 1:  # one output: on the calling thread (the same driver, no thread to join)
             _drive(jobs[0], stats.outputs[0], bugs, stop, lambda: None)
         else:
@@ -127,7 +128,7 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
                 interrupt = exc
                 stop.set()  # every output stops at its next frame and finishes its file
                 left.wait()
-        stats.instance_lines = _instance_lines(scope)
+        stats.instance_lines = scope.summary()
     if bugs:
         with contextlib.suppress(AttributeError, TypeError):
             setattr(bugs[0], "stats", stats)  # noqa: B010 - the CLI prints them under the traceback
@@ -146,7 +147,7 @@ def _drive(
 ) -> None:
     """One output, start to end; how it ended goes into ``result`` (bugs into ``bugs``), then ``done()``."""
     try:
-        with stop_scope(stop):
+        with stop_scope(stop), current_scope().stream(f"out#{result.index}"):
             result.stats = job.run()
     except AvdnnError as exc:
         result.error = exc
@@ -228,24 +229,6 @@ def _refuse_shared_outputs(jobs: Sequence[Job]) -> None:
         seen[name] = n
 
 
-def _instance_scope() -> contextlib.AbstractContextManager[Any]:
-    """HOOK(w-shared): the scope in which DNN filters naming the same ``model_instance`` share one
-    loaded model and engine, open around every output of the run (its threads see it: they
-    run in a copy of this context). Until avdnn.dnn.shared exists this is a no-op scope."""
-    try:
-        from .dnn.shared import InstanceScope  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return contextlib.nullcontext()
-    scope: contextlib.AbstractContextManager[Any] = InstanceScope()
-    return scope
-
-
-def _instance_lines(scope: Any) -> list[str]:
-    """HOOK(w-shared): one summary line per shared instance (``model_instance det: 4 streams, ...``)."""
-    reports = getattr(scope, "reports", None)
-    return [] if reports is None else [str(report) for report in reports()]
-
-
 class MultiFrameStream:
     """Frames of several sources, each through its own chain, merged as they become ready.
 
@@ -266,9 +249,14 @@ class MultiFrameStream:
         self._merge = _Merge(depth, len(specs))
         self._bugs: list[BaseException] = []
         self._stop = threading.Event()
+        # one scope for the streams' shared model instances, entered in a context of its own
+        # (not the caller's) that every stream's thread runs a copy of; left when all have ended
+        self._scope = InstanceScope()
+        self._context = contextvars.copy_context()
+        self._context.run(self._scope.__enter__)
         self._threads = [
             threading.Thread(
-                target=contextvars.copy_context().run,
+                target=self._context.copy().run,
                 args=(self._produce, k, url, chain, options),
                 name=f"avdnn-stream-{k}",
                 daemon=True,
@@ -284,7 +272,7 @@ class MultiFrameStream:
         stream: FrameStream | None = None
         finished = False
         try:
-            with stop_scope(self._stop):
+            with stop_scope(self._stop), self._scope.stream(f"stream#{k}"):
                 stream = run(url, chain, **options)
                 result.stats = stream.stats
                 for frame in stream:
@@ -323,6 +311,8 @@ class MultiFrameStream:
             self._ended = True
             for thread in self._threads:
                 thread.join()
+            self._context.run(self._scope.__exit__, None, None, None)
+            self.stats.instance_lines = self._scope.summary()
 
     def close(self) -> None:
         """Stop early: every source's chain and input are closed."""

@@ -7,6 +7,7 @@ filters on threads over a tiny ONNX model and over a real clip, byte-equal to so
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -455,3 +456,30 @@ def test_stream_scoped_faults_parse_and_match_only_their_stream() -> None:
     anyone = faults.FaultPlan((faults.Fault("post_process", at=1),))
     with pytest.raises(ExternalError):
         anyone.hit("post_process", 1, stream="dnn_detect@a")  # an unscoped fault hits every stream
+
+
+def test_two_clips_through_one_instance_in_one_cli_run(model: str, clip: dict, tmp_path: Path, avdnn_cli: Any) -> None:
+    """The issue's check: two outputs of one run share ``model_instance`` (batch_size=4); each
+    output's framemd5 equals that clip's single-stream run, and the summary names the instance
+    with its two streams."""
+    vf = f"format=rgb24,scale=96:64,dnn_processing=model={model}:batch_size=4"
+    clips = [clip["carphone"], clip["bikes"]]
+    solo = []
+    for k, path in enumerate(clips):
+        out = tmp_path / f"solo{k}.framemd5"
+        res = avdnn_cli(["-hide_banner", "-y", "-i", path, "-frames:v", "40", "-vf", vf, "-f", "framemd5", str(out)])
+        assert res.rc == 0, res.err
+        solo.append(out.read_bytes())
+    argv = ["-hide_banner", "-y", "-i", clips[0], "-i", clips[1]]
+    for k in range(2):
+        out = tmp_path / f"shared{k}.framemd5"
+        argv += ["-map", f"{k}:v", "-frames:v", "40", "-vf", f"{vf}:model_instance=det", "-f", "framemd5", str(out)]
+    res = avdnn_cli(argv)
+    assert res.rc == 0, res.err
+    assert [(tmp_path / f"shared{k}.framemd5").read_bytes() for k in range(2)] == solo
+    assert solo[0].count(b"\n0, ") == 40
+    line = next(ln for ln in res.err.splitlines() if "model_instance det" in ln)
+    m = re.search(r"model_instance det: 2 streams, (\d+) inferences in (\d+) batches", line)
+    assert m is not None, line
+    inferences, batches = int(m.group(1)), int(m.group(2))
+    assert inferences >= 80 and batches < inferences  # both streams batched (the chains ran past -frames:v)

@@ -19,6 +19,7 @@ summary: ``model_instance det: 4 streams, 1200 inferences in 310 batches (3.87 p
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import os
 import threading
@@ -295,7 +296,8 @@ class SharedModel(DnnModel):
 class InstanceScope:
     """The shared instances of one run (or of the process), by name, and their reports.
 
-    ``with InstanceScope() as scope:`` makes it the current scope of the entering thread:
+    ``with InstanceScope() as scope:`` makes it the current scope of the entering context (its
+    thread, and threads started in a copy of the context, as avdnn.multi starts its outputs):
     DNN filters built there with ``model_instance`` register in it. It may be entered by
     several threads; when the last one leaves, the instances still open are closed (their
     filters' later close does nothing more). Reports stay readable after that.
@@ -307,7 +309,8 @@ class InstanceScope:
         #: every instance loaded here, in order; a closed one only as its final report
         self._all: list[SharedInstance | InstanceReport] = []
         self._entered = 0
-        self._prefix = threading.local()
+        #: the stream label of filters attached in this context (see stream())
+        self._prefix: contextvars.ContextVar[str | None] = contextvars.ContextVar("avdnn_stream", default=None)
 
     def attach(
         self,
@@ -322,7 +325,7 @@ class InstanceScope:
         name = config.model_instance
         if not name:
             raise InvalidArgumentError("a shared model needs model_instance", filter=label, option="model_instance")
-        prefix = getattr(self._prefix, "value", None)
+        prefix = self._prefix.get()
         label = f"{prefix}:{label}" if prefix else label
         with self._lock:
             inst = self._live.get(name)
@@ -340,14 +343,13 @@ class InstanceScope:
 
     @contextlib.contextmanager
     def stream(self, name: str) -> Iterator[None]:
-        """Filters attached on this thread inside the block are labelled ``name:filter``
+        """Filters attached in this context inside the block are labelled ``name:filter``
         (e.g. the output they feed), so the reports tell streams apart."""
-        old = getattr(self._prefix, "value", None)
-        self._prefix.value = name
+        token = self._prefix.set(name)
         try:
             yield
         finally:
-            self._prefix.value = old
+            self._prefix.reset(token)
 
     def reports(self) -> list[InstanceReport]:
         """One report per instance this scope loaded, in load order (closed ones included)."""
@@ -377,15 +379,16 @@ class InstanceScope:
     def __enter__(self) -> InstanceScope:
         with self._lock:
             self._entered += 1
-        _stack().append(self)
+        _scopes.set((*_scopes.get(), self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        stack = _stack()
-        if stack and stack[-1] is self:
-            stack.pop()
-        elif self in stack:
-            stack.remove(self)
+        stack = list(_scopes.get())
+        if self in stack:
+            stack.reverse()
+            stack.remove(self)  # the innermost entry of this scope
+            stack.reverse()
+            _scopes.set(tuple(stack))
         with self._lock:
             self._entered -= 1
             last = self._entered <= 0
@@ -393,20 +396,15 @@ class InstanceScope:
             self.close()
 
 
-_local = threading.local()
+#: the scopes entered in this context, innermost last: a context variable, so that the threads a
+#: run starts in a copy of its context (avdnn.multi) see the run's scope
+_scopes: contextvars.ContextVar[tuple[InstanceScope, ...]] = contextvars.ContextVar("avdnn_scopes", default=())
 _default = InstanceScope()
 
 
-def _stack() -> list[InstanceScope]:
-    stack: list[InstanceScope] | None = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
-
-
 def current_scope() -> InstanceScope:
-    """The innermost scope this thread entered, else the process-wide default scope."""
-    stack = _stack()
+    """The innermost scope this context entered, else the process-wide default scope."""
+    stack = _scopes.get()
     return stack[-1] if stack else _default
 
 
