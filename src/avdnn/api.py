@@ -17,8 +17,9 @@ from fractions import Fraction
 from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
-from .errors import InvalidArgumentError
-from .graph.complex import apply_complex, linear_graph
+from .errors import InvalidArgumentError, NotSupportedError
+from .graph.complex import apply_complex
+from .graph.multigraph import complex_pipeline
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions
 from .graph.stats import RunStats
@@ -195,7 +196,9 @@ def run(
     """
     from .media.timing import parse_time
 
-    filters, map, stream_options = apply_complex(filter_complex, filters, map, stream_options)  # noqa: A001
+    filters, map, stream_options, graph = apply_complex(  # noqa: A001
+        filter_complex, filters, map, stream_options, n_inputs=1 + len(more_inputs)
+    )
     start_us = parse_time(start_time, "ss")
     rec_us = parse_time(recording_time, "t")
     stop_us = parse_time(stop_time, "to")
@@ -204,6 +207,20 @@ def run(
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
     rate = _check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
+
+    def open_input(k: int) -> Source:
+        """Input ``k`` once more, for a core input of the graph (its own decoder)."""
+        url, fmt, options = (input, input_format, input_options) if k == 0 else more_inputs[k - 1]
+        if url == "-" or url.startswith("pipe:"):
+            raise NotSupportedError(
+                f"-filter_complex: input #{k} is a pipe, which can be read only once, and the graph "
+                "needs a reader of its own for it",
+                option="i",
+            )
+        return open_source(
+            url, input_format=fmt, input_options=options, source_options=source_options if k == 0 else None
+        )
+
     source = open_source(
         input,
         input_format=input_format,
@@ -216,7 +233,11 @@ def run(
         if banner:
             dump_input(source)
         if output is None:
-            pipeline = Pipeline(source, filters, max_frames=frames)
+            pipeline = (
+                complex_pipeline(graph, source, open_input=open_input, max_frames=frames)
+                if graph is not None and not graph.linear
+                else Pipeline(source, filters, max_frames=frames)
+            )
             stream = FrameStream(pipeline)
             if frames is not None:
                 return _Limited(stream, frames)
@@ -273,10 +294,13 @@ def run(
     if banner:
         from .media.banner import announce_output
 
-        last = None if filter_complex is None else linear_graph(filter_complex).last_filter
+        last = None if graph is None else graph.last_filter
         announce_output(source, sink, last)
     try:
-        pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
+        if graph is not None and not graph.linear:
+            pipeline = complex_pipeline(graph, source, open_input=open_input, sink=sink, max_frames=frames)
+        else:
+            pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
     except BaseException:
         for other in others:
             other.close()
