@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError, NotSupportedError
-from .graph.complex import apply_complex
+from .graph.complex import apply_complex, graph_mapping
 from .graph.multigraph import complex_pipeline
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions
@@ -185,9 +185,9 @@ def run(
     ``stream_options`` takes all of them (and per-stream specifiers) at once, as the CLI does.
     ``start_time``, ``recording_time`` and ``stop_time`` are the output's ``-ss``, ``-t`` and
     ``-to`` (seconds, or ffmpeg's duration text such as ``"00:01:02.5"``).
-    ``filter_complex`` takes a ``-filter_complex`` graph that is one linear chain (what
-    ffmpeg-python writes; its output label is mapped with ``map=["[label]"]``) in place of
-    ``filters``. ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
+    ``filter_complex`` takes a ``-filter_complex`` graph in place of ``filters``: one chain (what
+    ffmpeg-python writes) or multi-input filters over ``input`` and ``more_inputs``
+    (``[0:v][1:v]overlay[o]``); its output label is mapped with ``map=["[o]"]``. ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
     against the streams' own decoders.
     ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
     ``more_inputs`` are inputs 1, 2, ... as (url, format, options): their streams are mapped as
@@ -294,8 +294,7 @@ def run(
     if banner:
         from .media.banner import announce_output
 
-        last = None if graph is None else graph.last_filter
-        announce_output(source, sink, last)
+        announce_output(source, sink, None if graph is None else graph_mapping(graph, [source, *others]))
     try:
         if graph is not None and not graph.linear:
             pipeline = complex_pipeline(graph, source, open_input=open_input, sink=sink, max_frames=frames)

@@ -20,7 +20,7 @@ from spine_util import run_cli, run_ffmpeg
 
 import avdnn
 from avdnn.errors import InvalidArgumentError, NotSupportedError
-from avdnn.graph.complexplan import check_outputs_mapped, graph_for_output
+from avdnn.graph.complexplan import graph_for_output, graphs_for_outputs
 
 FMD5 = ["-f", "framemd5", "-"]
 
@@ -148,12 +148,24 @@ def test_split_outputs_as_per_output_graphs(
     p1, p2 = graph_for_output(ours, "o1"), graph_for_output(ours, "o2")
     assert not p1.linear and p2.linear  # o1 keeps split (two of its pads) and hstack; o2 is a chain
     assert p1.pruned.endswith("nullsink") and "split" not in p2.pruned
-    check_outputs_mapped(ours, ["o1", "o2"])  # both mapped: no error
-    for plan, ref_file in ((p1, out1), (p2, out2)):
-        args = ["-i", clip["carphone"], "-filter_complex", plan.pruned, "-map", f"[{plan.output_label}]"]
+    maps = [["[o1]"], ["[o2]"]]
+    texts = graphs_for_outputs(ours, maps)  # what a run with two outputs gives each of them
+    assert texts == [p1.pruned, p2.pruned]
+    for text, omaps, ref_file in zip(texts, maps, (out1, out2), strict=True):
+        assert text is not None
+        args = ["-i", clip["carphone"], "-filter_complex", text, "-map", *omaps]
         got = run_cli(["-hide_banner", "-loglevel", "error", *args, *FMD5])
         assert got.rc == 0, got.err
         assert _lines(got.out) == _lines(ref_file.read_bytes()) and len(_lines(got.out)) == 120
+
+
+def test_outputs_bound_as_ffmpeg_binds_them() -> None:
+    graph = "[0:v]split[a][b];[a]scale=32:32;[b]hflip[o2]"
+    assert graphs_for_outputs(graph, [["0:a"], ["[o2]"], []]) == ["[0:v:0]scale=32:32", "[0:v:0]hflip[o2]", None]
+    with pytest.raises(InvalidArgumentError, match="already used elsewhere"):
+        graphs_for_outputs(graph, [["[o2]"], ["[o2]"]])
+    with pytest.raises(InvalidArgumentError, match=r"Filter 'hflip:default' has output 1 \(o2\) unconnected"):
+        graphs_for_outputs(graph, [[]])
 
 
 @pytest.mark.parametrize(

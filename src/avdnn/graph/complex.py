@@ -28,11 +28,13 @@ import copy
 from collections.abc import Sequence
 
 from ..errors import InvalidArgumentError, NotSupportedError
+from ..media.banner import GraphMapping
+from ..media.source import Source
 from .complexplan import ComplexPlan, check_outputs_mapped, graph_for_output
 from .links import link_graph
 from .plan import StreamOptions
 
-__all__ = ["apply_complex"]
+__all__ = ["apply_complex", "graph_mapping"]
 
 
 def _refuse(what: str) -> NotSupportedError:
@@ -98,3 +100,16 @@ def apply_complex(
     else:
         maps = given
     return chain, maps, opts, plan
+
+
+def graph_mapping(plan: ComplexPlan, sources: Sequence[Source]) -> GraphMapping:
+    """The graph's lines of ``Stream mapping:`` (``sources``: the run's inputs, in order)."""
+    from .multigraph import stream_index
+
+    rows = []
+    for smap, pad in plan.input_pads:
+        src = sources[int(smap.split(":")[0])]
+        index = stream_index(src, smap)
+        ctx = src.streams[index].codec_context
+        rows.append((int(smap.split(":")[0]), index, ctx.name if ctx is not None else "none", pad))
+    return GraphMapping(rows, plan.output_pad)

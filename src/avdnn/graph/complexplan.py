@@ -29,7 +29,15 @@ from ..errors import InvalidArgumentError, NotSupportedError
 from .links import Graph, OpenPad, link_graph
 from .parse import FilterSpec, format_chain
 
-__all__ = ["ComplexPlan", "CoreNode", "GraphInput", "bind_inputs", "check_outputs_mapped", "graph_for_output"]
+__all__ = [
+    "ComplexPlan",
+    "CoreNode",
+    "GraphInput",
+    "bind_inputs",
+    "check_outputs_mapped",
+    "graph_for_output",
+    "graphs_for_outputs",
+]
 
 #: an input pad naming an input file's stream: [0], [0:v], [0:v:0], [0:1]
 _INPUT_PAD = re.compile(r"^(?P<file>\d+)(?::(?P<type>[vVasdt]))?(?::(?P<index>\d+))?$")
@@ -75,11 +83,13 @@ class ComplexPlan:
     exit: Source | None
     #: the stages after the core, up to the output (a linear graph: the whole chain)
     chain: tuple[FilterSpec, ...]
-    #: the name of the filter giving the output (ffmpeg's "Stream mapping:" names the graph by it)
-    last_filter: str
     #: this output's part of the graph as -filter_complex text: the filters upstream of its pad,
     #: pass-through splits left out, other outputs ending in nullsink, input pads as streams
     pruned: str = ""
+    #: the pruned graph's open inputs: (input stream as a -map argument, ffmpeg's name of the pad)
+    input_pads: tuple[tuple[str, str], ...] = ()
+    #: ffmpeg's name of the output pad ("overlay:default"), for the Stream mapping block
+    output_pad: str = ""
 
     @property
     def linear(self) -> bool:
@@ -306,6 +316,10 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
     target = _find_output(graph, label)
     g = _Pruned(graph, target)
     pruned = g.text(target, {k: m for k, (_, m) in open_in.items()})
+    pads = tuple(
+        (m, graph.nodes[p.node].describe(False)) for p, m in zip(graph.inputs, maps, strict=True) if p.node in g.used
+    )
+    out_pad = graph.nodes[target.node].describe(True)
     nodes = graph.nodes
     g.check_acyclic()
     multi = {n for n in g.active if nodes[n].multi}
@@ -319,8 +333,9 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
             core=(),
             exit=None,
             chain=tuple(nodes[m].spec for m in path),
-            last_filter=nodes[target.node].spec.name,
             pruned=pruned,
+            input_pads=pads,
+            output_pad=out_pad,
         )
     core = multi | (g.reach(multi, g.consumers) & g.reach(multi, g.producers))
     for n in sorted(core):
@@ -369,6 +384,45 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
         core=tuple(core_nodes),
         exit=(index[n], p),
         chain=tuple(nodes[m].spec for m in post),
-        last_filter=nodes[target.node].spec.name,
         pruned=pruned,
+        input_pads=pads,
+        output_pad=out_pad,
     )
+
+
+def graphs_for_outputs(text: str, maps: Sequence[Sequence[str]], *, n_inputs: int = 1) -> list[str | None]:
+    """Each output's own -filter_complex text in a run with several outputs (None: it maps none).
+
+    ``maps``: each output's -map arguments, in output order. As ffmpeg binds them, a ``[label]``
+    goes to the output that maps it (once: a label mapped twice is ffmpeg's error) and the
+    unlabeled outputs to the first output; an output nobody maps is ffmpeg's error. Each output
+    then runs its text (``ComplexPlan.pruned``) with its own maps as a one-output run does.
+    """
+    graph = link_graph(text)
+    labels = [[m[1:-1] for m in out if m.startswith("[") and m.endswith("]")] for out in maps]
+    seen: set[str] = set()
+    for label in (lab for out in labels for lab in out):
+        if label in seen:
+            raise InvalidArgumentError(
+                f"Output with label '{label}' does not exist in any defined filter graph, or was already used "
+                "elsewhere.",
+                option="map",
+            )
+        seen.add(label)
+    unlabeled = [p for p in graph.outputs if p.label is None]
+    bound: list[list[str | None]] = [[*out] for out in labels]
+    if bound and unlabeled:
+        bound[0] = [None] * len(unlabeled) + bound[0]
+    for out in bound:
+        for label in out:
+            _find_output(graph, label)  # an unknown label first, as ffmpeg
+    check_outputs_mapped(text, [lab for out in bound for lab in out], graph=graph)
+    texts: list[str | None] = []
+    for out in bound:
+        if not out:
+            texts.append(None)
+        elif len(out) > 1:
+            raise _refuse("several video outputs of the graph in one output file")
+        else:
+            texts.append(graph_for_output(text, out[0], n_inputs=n_inputs, graph=graph).pruned)
+    return texts

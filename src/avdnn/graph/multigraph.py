@@ -14,7 +14,7 @@ join the same graph, as they would in ffmpeg's one filtergraph.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -55,7 +55,9 @@ class GraphStage:
         self.failed: dict[str, int] = {}
         self._anchor = anchor
         self._branches = list(branches)
-        self._iters: list[Iterator[Frame] | None] = [b.frames() if b is not None else None for b in branches]
+        self._iters: list[Generator[Frame, None, None] | None] = [
+            b.frames() if b is not None else None for b in branches
+        ]
         n = len(branches)
         self._peek: list[Frame | None] = [None] * n
         self._ended = [False] * n  # nothing more comes from input k
@@ -247,8 +249,9 @@ class GraphStage:
                     live.append(k)
             if not live:
                 return
-            k = min(live, key=lambda i: (_when(self._peek[i]) is not None, _when(self._peek[i]) or 0, i))  # type: ignore[arg-type]
-            if not to_end and not _before(_when(self._peek[k]), until):  # type: ignore[arg-type]
+            times = {i: _when(frame) for i in live if (frame := self._peek[i]) is not None}
+            k = min(live, key=lambda i: (0, Fraction(0), i) if (t := times[i]) is None else (1, t, i))
+            if not to_end and not _before(times[k], until):
                 return
             self._push(k, self._take(k))
             yield from self._drain()
@@ -296,7 +299,7 @@ class GraphStage:
             it = self._iters[k]
             try:
                 if it is not None:
-                    it.close()  # type: ignore[attr-defined]
+                    it.close()
                 branch.close()
             except Exception as exc:  # noqa: BLE001 - close all, report the first
                 first = first or exc
