@@ -412,10 +412,11 @@ def graphs_for_outputs(text: str, maps: Sequence[Sequence[str]], *, n_inputs: in
     unlabeled = [p for p in graph.outputs if p.label is None]
     bound: list[list[str | None]] = [[*out] for out in labels]
     if bound and unlabeled:
-        bound[0] = [None] * len(unlabeled) + bound[0]
+        none: list[str | None] = [None] * len(unlabeled)
+        bound[0] = none + bound[0]
     for out in bound:
-        for label in out:
-            _find_output(graph, label)  # an unknown label first, as ffmpeg
+        for wanted in out:
+            _find_output(graph, wanted)  # an unknown label first, as ffmpeg
     check_outputs_mapped(text, [lab for out in bound for lab in out], graph=graph)
     texts: list[str | None] = []
     for out in bound:
