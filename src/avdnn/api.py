@@ -187,7 +187,8 @@ def run(
     ``-to`` (seconds, or ffmpeg's duration text such as ``"00:01:02.5"``).
     ``filter_complex`` takes a ``-filter_complex`` graph in place of ``filters``: one chain (what
     ffmpeg-python writes) or multi-input filters over ``input`` and ``more_inputs``
-    (``[0:v][1:v]overlay[o]``); its output label is mapped with ``map=["[o]"]``. ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
+    (``[0:v][1:v]overlay[o]``); its output label is mapped with ``map=["[o]"]``.
+    ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
     against the streams' own decoders.
     ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
     ``more_inputs`` are inputs 1, 2, ... as (url, format, options): their streams are mapped as
