@@ -227,3 +227,25 @@ def test_refusals_on_the_command_line(clip: dict[str, str]) -> None:
         check=False,
     )
     assert proc.returncode != 0 and b"pipe" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "graph", ["[0:v][1:v]overlay=10:10[out]", "[0:v]format=gray[a];[1:v]scale=64:48[b];[a][b]overlay,hflip[out]"]
+)
+def test_stream_mapping_block_is_ffmpegs(graph: str, ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
+    """Every stream the graph reads, its first filter's pad, the graph's output pad; audio of input #1."""
+
+    def mapping(exe: list[str], out: Path) -> str:
+        args = [*_inputs(clip), "-filter_complex", graph, "-map", "[out]", "-map", "1:a", "-t", "0.2"]
+        err = subprocess.run(
+            [*exe, "-hide_banner", "-nostdin", *args, "-c:v", "mpeg4", "-c:a", "pcm_s16le", str(out)],
+            capture_output=True,
+            check=True,
+            timeout=120,
+        ).stderr.decode()
+        block = err[err.index("Stream mapping:\n") :]
+        return block[: block.index("Output #0")].removesuffix("Press [q] to stop, [?] for help\n")
+
+    ref = mapping([ffmpeg], tmp_path / "ref.mkv")
+    assert mapping([sys.executable, "-m", "avdnn"], tmp_path / "got.mkv") == ref
+    assert "Stream #1:0 (h264) -> " in ref and "Stream #1:1 -> #0:1" in ref
