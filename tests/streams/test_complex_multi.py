@@ -68,6 +68,7 @@ def _dnn(model: str) -> str:
         "[0:v]scale=64:48[a];[1:v]scale=64:48[b];[a][b]hstack[out]",  # 29.97 + 25 fps: ffmpeg's vfr union
         "[0:v]scale=96:-2[a];[1:v]scale=96:-2[b];[a][b]vstack=shortest=1[out]",
         "[1:v]scale=64:48[b];[0:v]scale=64:48[a];[b][a]xstack=inputs=2:layout=0_0|w0_0,hflip[out]",
+        "color=red:s=80x60:d=2,format=yuv420p[c];[c][0:v]overlay=8:6[out]",  # a source filter in the core
     ],
 )
 def test_multi_input_graphs_give_ffmpegs_framemd5(graph: str, ffmpeg: str, clip: dict[str, str]) -> None:
@@ -194,6 +195,8 @@ def test_an_unmapped_output_is_ffmpegs_error(graph: str, ffmpeg: str, clip: dict
         ("[0:v]null[a];[a]hflip[o]", InvalidArgumentError, "'q'"),
         ("[2:v]null[o]", InvalidArgumentError, "Invalid file index 2"),
         ("[0:v][1:v][0:v]overlay[o]", InvalidArgumentError, "More input link labels"),
+        ("testsrc=d=1[o]", NotSupportedError, "'testsrc' generates"),
+        ("color[c];[c]dnn_processing=model=m.onnx[d];[d][0:v]overlay[o]", NotSupportedError, "source filter"),
     ],
 )
 def test_what_cannot_run_is_refused_by_name(graph: str, error: type[Exception], named: str) -> None:

@@ -217,11 +217,20 @@ class _Pruned:
                 return src
             n, i = src[0], 0
 
-    def feed(self, n: int, i: int) -> tuple[int, int]:
-        """The open input (node, pad) at the start of the chain that feeds (n, i)."""
+    def feed(self, n: int, i: int) -> tuple[int, int] | None:
+        """The open input (node, pad) at the start of the chain that feeds (n, i); None when
+        the chain starts at a source filter (``color``, ``testsrc``: no input pad)."""
         while (src := self.nodes[n].sources[i]) is not None:
             n, i = src[0], 0
+            if not self.nodes[n].sources:
+                return None
         return (n, i)
+
+    def open_pad(self, n: int, i: int) -> tuple[int, int]:
+        """The open input behind (n, i), which ``source`` says is fed by a stream."""
+        start = self.feed(n, i)
+        assert start is not None
+        return start
 
     def path_back(self, n: int, i: int) -> list[int]:
         """The single-pad filters feeding input pad ``i`` of ``n``, from the input stream on."""
@@ -229,7 +238,7 @@ class _Pruned:
         src = self.source(n, i)
         while src is not None:
             path.insert(0, src[0])
-            src = self.source(src[0], 0)
+            src = self.source(src[0], 0) if self.nodes[src[0]].sources else None
         return path
 
     def consumers(self, n: int) -> list[int]:
@@ -262,7 +271,7 @@ class _Pruned:
         for n in self.active:
             node = self.nodes[n]
             ins = "".join(
-                f"[{maps[self.feed(n, i)]}]" if (s := self.source(n, i)) is None else f"[avdnn_{s[0]}_{s[1]}]"
+                f"[{maps[self.open_pad(n, i)]}]" if (s := self.source(n, i)) is None else f"[avdnn_{s[0]}_{s[1]}]"
                 for i in range(len(node.sources))
             )
             outs = ""
@@ -324,8 +333,11 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
     g.check_acyclic()
     multi = {n for n in g.active if nodes[n].multi}
     if not multi:
-        path = [*g.path_back(target.node, 0), target.node]
-        pad, smap = open_in[g.feed(path[0], 0)]
+        path = [*g.path_back(target.node, 0), target.node] if nodes[target.node].sources else [target.node]
+        start = g.feed(path[0], 0) if nodes[path[0]].sources else None
+        if start is None:
+            raise _refuse(f"a graph that reads no input stream ('{nodes[path[0]].spec.label}' generates its frames)")
+        pad, smap = open_in[start]
         return ComplexPlan(
             text=text,
             output_label=label,
@@ -353,9 +365,16 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
             if src is not None and src[0] in core:
                 continue
             path = g.path_back(n, i)
+            start = g.feed(n, i)
+            if start is None:  # a chain from a source filter: all of it runs in the core's graph
+                avdnn = [nodes[m].spec.label for m in path if nodes[m].avdnn]
+                if avdnn:
+                    raise _refuse(f"the avdnn filter '{avdnn[0]}' on a chain from a source filter")
+                core.update(path)
+                continue
             last = max((k for k, m in enumerate(path) if nodes[m].avdnn), default=-1)
             core.update(path[last + 1 :])
-            pad, smap = open_in[g.feed(n, i)]
+            pad, smap = open_in[start]
             buffer_of[(path[last + 1], 0) if last + 1 < len(path) else (n, i)] = len(inputs)
             inputs.append(
                 GraphInput(smap, int(smap.split(":")[0]), pad.label, tuple(nodes[m].spec for m in path[: last + 1]))
