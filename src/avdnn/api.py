@@ -17,7 +17,8 @@ from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError, NotSupportedError
-from .graph.complex import apply_complex, linear_graph
+from .graph.complex import apply_complex, graph_mapping
+from .graph.multigraph import complex_pipeline
 from .graph.outputopts import check_output_options, fold_stream_options, output_size
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions
@@ -186,9 +187,10 @@ def run(
     ``stream_options`` takes all of them (and per-stream specifiers) at once, as the CLI does.
     ``start_time``, ``recording_time`` and ``stop_time`` are the output's ``-ss``, ``-t`` and
     ``-to`` (seconds, or ffmpeg's duration text such as ``"00:01:02.5"``).
-    ``filter_complex`` takes a ``-filter_complex`` graph that is one linear chain (what
-    ffmpeg-python writes; its output label is mapped with ``map=["[label]"]``) in place of
-    ``filters``. ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
+    ``filter_complex`` takes a ``-filter_complex`` graph in place of ``filters``: one chain (what
+    ffmpeg-python writes) or multi-input filters over ``input`` and ``more_inputs``
+    (``[0:v][1:v]overlay[o]``); its output label is mapped with ``map=["[o]"]``.
+    ``input_codecs`` are the input's ``-c:v``/``-c:a`` by media type ("video", "audio"), checked
     against the streams' own decoders.
     ``banner`` prints ffmpeg's ``Input #0``, ``Stream mapping:`` and ``Output #0`` blocks on stderr.
     ``more_inputs`` are inputs 1, 2, ... as (url, format, options): their streams are mapped as
@@ -200,7 +202,9 @@ def run(
     """
     from .media.timing import parse_time
 
-    filters, map, stream_options = apply_complex(filter_complex, filters, map, stream_options)  # noqa: A001
+    filters, map, stream_options, graph = apply_complex(  # noqa: A001
+        filter_complex, filters, map, stream_options, n_inputs=1 + len(more_inputs)
+    )
     start_us = parse_time(start_time, "ss")
     rec_us = parse_time(recording_time, "t")
     stop_us = parse_time(stop_time, "to")
@@ -209,6 +213,19 @@ def run(
         if rec_us <= 0:
             raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
     rate = check_output_options(rate=rate, fps_mode=fps_mode, pix_fmt=pix_fmt, frames=frames)
+
+    def open_input(k: int) -> Source:
+        """Input ``k`` once more, for a core input of the graph (its own decoder)."""
+        url, fmt, options = (input, input_format, input_options) if k == 0 else more_inputs[k - 1]
+        if url == "-" or url.startswith("pipe:"):
+            raise NotSupportedError(
+                f"-filter_complex: input #{k} is a pipe, which can be read only once, and the graph "
+                "needs a reader of its own for it",
+                option="i",
+            )
+        own = source_options if k == 0 else (more_source_options or {}).get(k)
+        return open_source(url, input_format=fmt, input_options=options, source_options=own)
+
     if output is None:
         source = open_source(
             input, input_format=input_format, input_options=input_options, source_options=source_options
@@ -217,7 +234,11 @@ def run(
             check_input_codecs(source, input_codecs or {})
             if banner:
                 dump_input(source)
-            pipeline = Pipeline(source, filters, max_frames=frames)
+            pipeline = (
+                complex_pipeline(graph, source, open_input=open_input, max_frames=frames)
+                if graph is not None and not graph.linear
+                else Pipeline(source, filters, max_frames=frames)
+            )
         except BaseException:
             source.close()
             raise
@@ -300,10 +321,12 @@ def run(
     if banner:
         from .media.banner import announce_output
 
-        last = None if filter_complex is None else linear_graph(filter_complex).last_filter
-        announce_output(source, sink, last)
+        announce_output(source, sink, None if graph is None else graph_mapping(graph, [source, *others]))
     try:
-        pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
+        if graph is not None and not graph.linear:
+            pipeline = complex_pipeline(graph, source, open_input=open_input, sink=sink, max_frames=frames)
+        else:
+            pipeline = Pipeline(source, filters, sink=sink, max_frames=frames)
     except BaseException:
         _close_all(inputs)
         sink.abort()

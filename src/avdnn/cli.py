@@ -27,7 +27,6 @@ from .errors import (
     FFMPEG_ERROR_RATE_EXCEEDED,
     AvdnnError,
     InvalidArgumentError,
-    NotSupportedError,
 )
 
 log = logging.getLogger("avdnn")
@@ -211,8 +210,13 @@ def _run(args: Args, level: int) -> int:
     from .multi import Job, OutputsFailedError, run_many
 
     outputs = args.outputs or [args]
+    graphs: list[str | None] = [args.filter_complex] * len(outputs)
     if args.filter_complex is not None and len(outputs) > 1:
-        raise NotSupportedError("-filter_complex with several outputs is not supported yet", option="filter_complex")
+        from .graph.complexplan import graphs_for_outputs
+
+        # each output runs the part of the graph its maps need (a split feeds each one its copy)
+        maps = [list(out.streams.maps) for out in outputs]
+        graphs = graphs_for_outputs(args.filter_complex, maps, n_inputs=1 + len(args.more_inputs))
     show = args.stats is not False  # ffmpeg's -stats is on by default (tools parse its frame= line)
     progress = Progress(sys.stderr, len(outputs)) if show and level <= logging.INFO else None
     last: list[Any] = [None] * len(outputs)
@@ -236,6 +240,7 @@ def _run(args: Args, level: int) -> int:
     for index, out in enumerate(outputs):
         assert out.output is not None  # main() refused a command line without one
         options = run_kwargs(out)
+        options["filter_complex"] = graphs[index]
         options["progress"] = on_frame(index)
         # the Input/Output blocks: one output only (several outputs' threads would interleave them)
         options["banner"] = level <= logging.INFO and len(outputs) == 1

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from avdnn.errors import InvalidArgumentError, NotSupportedError
-from avdnn.graph.complex import linear_graph
+from avdnn.graph.complexplan import graph_for_output
 
 
 def _avdnn(args: list[str], *, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
@@ -182,40 +182,38 @@ def test_filter_complex_script_and_audio_map(clip: dict[str, str], ffmpeg: str, 
 
 
 def test_linear_graph_follows_links() -> None:
-    g = linear_graph("[0]format=rgb24[s0];[s0]dnn_processing=dnn_backend=onnx:model=m.onnx[s1]")
-    assert (g.input_map, g.chain, g.output_label) == (
+    g = graph_for_output("[0]format=rgb24[s0];[s0]dnn_processing=dnn_backend=onnx:model=m.onnx[s1]", "s1")
+    assert (g.linear, g.inputs[0].map, g.chain_text, g.output_label) == (
+        True,
         "0:v:0",
         "format=rgb24,dnn_processing=dnn_backend=onnx:model=m.onnx",
         "s1",
     )
-    assert linear_graph("[0:1]null").input_map == "0:1"
-    assert linear_graph("[x]hflip[y];[0:v]vflip[x]").chain == "vflip,hflip"
-    assert linear_graph("scale=8:8,format=gray").output_label is None
+    assert graph_for_output("[0:1]null", None).inputs[0].map == "0:1"
+    assert graph_for_output("[x]hflip[y];[0:v]vflip[x]", "y").chain_text == "vflip,hflip"
+    assert graph_for_output("scale=8:8,format=gray", None).output_label is None
 
 
 @pytest.mark.parametrize(
     ("graph", "named"),
     [
-        ("[0]split[a][b];[a][b]hstack", "split"),
-        ("[0][1]overlay", "overlay"),
-        ("[1:v]null", "[1:v]"),
-        ("[0:a]anull", "[0:a]"),
-        ("[0]null[a];[a]hflip[b];[a]vflip[c]", "[a]"),
-        ("[0]null;[0]hflip", "2 chains"),
+        ("[0:a]anull[o]", "anull"),
+        ("[0:v]null[a];[a]hflip[b];[a]vflip[o]", "'a'"),
+        ("[0][1]hstack,dnn_processing=dnn_backend=onnx:model=m.onnx[x];[x][0]vstack[o]", "dnn_processing"),
     ],
 )
-def test_graphs_that_are_not_one_chain_are_refused_by_name(graph: str, named: str) -> None:
-    with pytest.raises(NotSupportedError, match=named.replace("[", r"\[")):
-        linear_graph(graph)
+def test_graphs_that_cannot_run_are_refused_by_name(graph: str, named: str) -> None:
+    with pytest.raises((NotSupportedError, InvalidArgumentError), match=named.replace("[", r"\[")):
+        graph_for_output(graph, "o", n_inputs=2)
 
 
 def test_unknown_map_label_is_ffmpegs_error(clip: dict[str, str]) -> None:
     got = _avdnn(
         ["-hide_banner", "-i", clip["carphone"], "-filter_complex", "[0]null[s0]", "-map", "[s9]", "-f", "null", "-"]
     )
-    assert got.returncode != 0 and b"[s0]" in got.stderr
-    with pytest.raises(InvalidArgumentError, match="does not exist"):
-        linear_graph("[x]null")
+    assert got.returncode != 0 and b"[s0]" in got.stderr and b"does not exist" in got.stderr
+    with pytest.raises(InvalidArgumentError, match="matches no streams"):
+        graph_for_output("[x]null", None)
 
 
 # --------------------------------------------------------------------------- -progress

@@ -56,26 +56,40 @@ def takes(spec: FilterSpec) -> bool:
     return accepts is None or bool(accepts(split_options(spec.args) if spec.args else []))
 
 
-def build_stages(chain: str | Sequence[FilterSpec], *, tail: Sequence[FilterSpec] = ()) -> list[Stage]:
-    """Stages for ``chain``; ``tail`` are lavfi filters the output needs (format=...)."""
-    specs = parse_chain(chain) if isinstance(chain, str) else list(chain)
-    specs += list(tail)
+def build_stages(chain: str | Sequence[FilterSpec | Stage], *, tail: Sequence[FilterSpec] = ()) -> list[Stage]:
+    """Stages for ``chain``; ``tail`` are lavfi filters the output needs (format=...).
+
+    ``chain`` may hold stages already built (a complex graph's core, graph.multigraph); a stage
+    with ``absorb(specs) -> bool`` may take the libavfilter filters right after it into itself.
+    """
+    items = parse_chain(chain) if isinstance(chain, str) else list(chain)
+    items += list(tail)
     avdnn_names = list_filters()
     stages: list[Stage] = []
     run: list[FilterSpec] = []
+
+    def end_run(extra: Sequence[FilterSpec] = ()) -> None:
+        absorb = getattr(stages[-1], "absorb", None) if stages else None
+        if not (absorb is not None and absorb([*run, *extra])):
+            stages.append(LavfiSegment([*run, *extra]))
+        run.clear()
+
     try:
-        for spec in specs:
-            if takes(spec):
+        for spec in items:
+            if not isinstance(spec, FilterSpec):
+                if run:
+                    end_run()
+                stages.append(spec)
+            elif takes(spec):
                 flt = make_filter(spec)
                 if run:
-                    stages.append(LavfiSegment([*run, *auto_format(flt)]))
-                    run = []
+                    end_run(auto_format(flt))
                 stages.append(flt)
             else:
                 check_lavfi_filter(spec, avdnn_names)
                 run.append(spec)
         if run:
-            stages.append(LavfiSegment(run))
+            end_run()
     except BaseException:
         for stage in stages:
             stage.close()

@@ -27,7 +27,7 @@ _ARGS_TERMS = "[],;"  # filter_parse(): av_get_token(filter, "[],;")
 _OPT_TERMS = ":"  # ff_filter_opt_parse(): av_opt_get_key_value(&args, "=", ":", ...)
 _NAME_RE = re.compile(r"[A-Za-z0-9_]+")
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/.")
-_ONE_CHAIN = "avdnn takes one linear chain of filters (-filter_complex is not supported)"
+_ONE_CHAIN = "a -vf chain is one linear chain of filters (graphs with labels go in -filter_complex)"
 
 
 @dataclass(frozen=True)

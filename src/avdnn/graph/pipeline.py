@@ -21,7 +21,7 @@ from ..errors import AvdnnError, ExitRequestedError
 from ..media.frame import Frame
 from ..media.sink import Sink
 from ..media.source import Source
-from .chain import auto_format, build_stages, stage_out_rate
+from .chain import Stage, auto_format, build_stages, stage_out_rate
 from .lavfi import LavfiSegment
 from .parse import FilterSpec
 from .stats import COUNT_CHANGING, RunStats, StageStats
@@ -42,7 +42,7 @@ class Pipeline:
     def __init__(
         self,
         source: Source,
-        chain: str | Sequence[FilterSpec] = "",
+        chain: str | Sequence[FilterSpec | Stage] = "",
         *,
         sink: Sink | None = None,
         max_frames: int | None = None,

@@ -113,6 +113,9 @@ class StreamOptions:
     input_disabled: dict[int, set[str]] = field(default_factory=dict)
     #: -metadata:s:SPEC key=value, by stream specifier ("a:0", "v", "s"...)
     stream_metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: the video of an unlabeled -filter_complex output, as a -map argument: without -map it is
+    #: the output's video and the other streams are chosen automatically (graph.complex)
+    graph_video: str | None = None
 
     def lookup(self, table: dict[str, str], media_type: str, nth: int) -> str | None:
         """ffmpeg's rule: the most specific specifier matching the output stream wins."""
@@ -179,7 +182,11 @@ def select_streams(
             chosen += hits
     else:
         streams = [s for k, file in enumerate(files) for s in file if not disabled(k, s)]
-        if defaults.get("video") and not opts.vn:
+        if opts.graph_video is not None and not opts.vn:
+            smap = StreamMap.parse(opts.graph_video)
+            own = files[smap.file]
+            chosen += [s for s in own if smap.matches(own, s)][:1]
+        elif defaults.get("video") and not opts.vn:
             best = _best(
                 streams,
                 "video",

@@ -137,6 +137,8 @@ class RunStats:
     input_counters: dict[str, int] = field(default_factory=dict)
     #: Whether the input was read to its end (its counters must then balance exactly).
     input_complete: bool = False
+    #: The other inputs of a -filter_complex graph's core, each with its own chain (graph.multigraph).
+    graph_inputs: list[RunStats] = field(default_factory=list)
 
     @property
     def failures(self) -> dict[str, int]:
@@ -233,6 +235,8 @@ class RunStats:
                 f"the input decoded {ic.get('frames_decoded')} frame(s) but gave {ic.get('frames_read')} and "
                 f"trimmed {ic.get('frames_trimmed')}"
             )
+        for k, sub in enumerate(self.graph_inputs, start=1):
+            bad += [f"graph input #{k}: {v}" for v in sub.violations()]
         for st in self.streams if not self.output_failed else ():
             if st.codec == "copy":
                 accounted = st.packets_written + sum(st.dropped.values()) + sum(st.failed.values())
@@ -263,6 +267,11 @@ class RunStats:
                 f"  input: {ic.get('decode_errors', 0)} decode error(s) (packets that gave no frame"
                 f"{': ' + causes if causes else ''}), {ic.get('frames_concealed', 0)} frame(s) concealed"
             )
+        for k, sub in enumerate(self.graph_inputs, start=1):
+            lines.append(f"graph input #{k}: read {sub.frames_read}, into the graph {sub.output_in}")
+            lines += [f"  failed in {w}: {n}" for w, n in sub.failures.items()]
+            lines += [f"  dropped by {w}: {n}" for w, n in sub.frames_dropped.items()]
+            lines += [f"  unfinished in {w}: {n}" for w, n in sub.frames_unfinished.items()]
         for st in self.streams:
             unit = "packets" if st.codec == "copy" else f"packets ({st.codec}: {st.frames_decoded} frames decoded)"
             lines.append(f"stream {st.label}: {unit} read {st.packets_read}, written {st.packets_written}")
@@ -297,6 +306,7 @@ class RunStats:
                 for s in self.streams
             ],
             "input": dict(self.input_counters),
+            "graph_inputs": [sub.as_dict() for sub in self.graph_inputs],
             "violations": self.violations(),
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.oneline()},
         }

@@ -20,11 +20,12 @@ import os
 import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from .libav import _find
 
-__all__ = ["announce_output", "dump_format", "stream_mapping", "version_header"]
+__all__ = ["GraphMapping", "announce_output", "dump_format", "stream_mapping", "version_header"]
 
 _AV_LOG_INFO = 32
 _PTR_OFFSET = 3 * ctypes.sizeof(ctypes.c_void_p)  # ob_refcnt, ob_type, __pyx_vtab
@@ -123,44 +124,59 @@ def _coder(codec_name: str, coder_name: str) -> str:
     return f"{codec_name} ({'native' if coder_name == codec_name else coder_name})"
 
 
-def stream_mapping(lines: list[tuple[int, int, str | None, str | None]], *, complex_chain: str | None = None) -> str:
-    """ffmpeg's ``Stream mapping:`` block: per output stream (input index, output index, decoder
-    (codec name), encoder (None: copy)); the video of a -filter_complex graph is drawn through
-    the graph's last filter as ffmpeg draws it (``Stream #0:0 (h264) -> scale:default``).
-    """
+@dataclass(frozen=True)
+class GraphMapping:
+    """A -filter_complex graph in ``Stream mapping:``: the streams it reads and its output pad."""
+
+    #: (input file, stream index, decoder name, the filter pad it feeds: "overlay", "scale:default")
+    inputs: list[tuple[int, int, str, str]]
+    #: the pad the output's video leaves the graph by ("overlay:default")
+    output: str
+
+
+#: One output stream: input file, input stream index, output index, decoder, encoder (None: copy).
+Row = tuple[int, int, int, str | None, str | None]
+
+
+def stream_mapping(rows: list[Row], *, graph: GraphMapping | None = None, video: int | None = None) -> str:
+    """ffmpeg's ``Stream mapping:`` block (print_stream_maps): a complex graph's inputs first, as
+    ``Stream #1:0 (h264) -> overlay``, then each output stream; the one at ``video`` leaves the graph
+    (``overlay:default -> Stream #0:0 (rawvideo)``)."""
     import av
 
     out = ["Stream mapping:"]
-    for src, dst, dec, enc in lines:
-        if enc is None:
-            out.append(f"  Stream #0:{src} -> #0:{dst} (copy)")
-            continue
-        enc_codec = av.Codec(enc, "w")
-        if complex_chain is not None and dec is not None:
-            out.append(f"  Stream #0:{src} ({dec}) -> {complex_chain}:default")
-            out.append(f"  {complex_chain}:default -> Stream #0:{dst} ({enc})")
+    for file, index, decoder, pad in sorted(graph.inputs) if graph is not None else ():
+        out.append(f"  Stream #{file}:{index} ({decoder}) -> {pad}")
+    for file, src, dst, dec, enc in rows:
+        if graph is not None and dst == video:
+            out.append(f"  {graph.output} -> Stream #0:{dst} ({enc})")
+        elif enc is None:
+            out.append(f"  Stream #{file}:{src} -> #0:{dst} (copy)")
         else:
+            enc_codec = av.Codec(enc, "w")
             out.append(
-                f"  Stream #0:{src} -> #0:{dst} ({_coder(dec or '', dec or '')} -> "
+                f"  Stream #{file}:{src} -> #0:{dst} ({_coder(dec or '', dec or '')} -> "
                 f"{_coder(enc_codec.canonical_name, enc)})"
             )
     return "\n".join(out)
 
 
-def announce_output(source: Any, sink: Any, complex_last: str | None = None) -> None:
+def announce_output(source: Any, sink: Any, graph: GraphMapping | None = None) -> None:
     """``Stream mapping:`` now, and ``Output #0`` once ``sink``'s muxer has its header, as ffmpeg
-    prints them. ``complex_last`` names a -filter_complex graph's last filter."""
+    prints them. ``graph``: the -filter_complex graph the output's video comes from."""
     from .sidepath import CopyPath
 
-    rows: list[tuple[int, int, str | None, str | None]] = []
+    rows: list[Row] = []
     video = source.video_stream
+    at = None
     for i, side in enumerate(sink.stream_order):
         if side is None:
             if video is not None:
-                rows.append((video.index, i, video.codec_context.name, sink.codec_name))
+                rows.append((0, video.index, i, video.codec_context.name, sink.codec_name))
+                at = i
         else:
             enc = None if isinstance(side, CopyPath) else getattr(side, "codec_name", None)
             ctx = side.stream.codec_context
-            rows.append((side.stream.index, i, ctx.name if ctx is not None else None, enc))
-    sys.stderr.write(stream_mapping(rows, complex_chain=complex_last) + "\n")
+            rows.append((side.input_file, side.stream.index, i, ctx.name if ctx is not None else None, enc))
+    sys.stderr.write(stream_mapping(rows, graph=graph, video=at) + "\n")
     sink.on_header = lambda container: dump_format(container, 0, sink.name, output=True)

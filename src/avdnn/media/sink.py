@@ -146,6 +146,7 @@ class Sink:
         self._enc: Any = None
         self._sync: VideoSync[Any] | None = None
         self._durations: dict[int, int] = {}
+        self._rate_known = True  # the encoder time base is 1/rate (set when it opens)
         self._closed = False
         self._file: Any = None
         pipe = isinstance(target, str) and (target == "-" or target.startswith("pipe:"))
@@ -334,8 +335,12 @@ class Sink:
     def _open(self, frame: Frame, rate: Fraction | None) -> None:
         import av
 
-        rate = Fraction(self.rate or rate or 25)
+        known = self.rate or rate
+        rate = Fraction(known or 25)
         tb = 1 / rate
+        self._rate_known = bool(known)
+        if not known and self.fps_mode in ("vfr", "passthrough") and frame.time_base:
+            tb = Fraction(frame.time_base)  # ffmpeg's choose_out_timebase: no rate known, the filter's time base
         try:
             with self.lock:
                 self._create_outputs((frame, rate, tb))
@@ -501,8 +506,8 @@ class Sink:
         for packet in packets:
             if self._hash is not None:
                 # libavformat's muxing fills a missing (zero) duration with one frame of the stream's
-                # rate, which is 1 in the encoder time base 1/rate
-                packet.duration = packet.duration or self._durations.pop(packet.pts, 0) or 1
+                # rate, which is 1 in the encoder time base 1/rate (nothing when no rate is known)
+                packet.duration = packet.duration or self._durations.pop(packet.pts, 0) or int(self._rate_known)
                 self._durations.pop(packet.pts, None)
             ts = packet.dts if packet.dts is not None else packet.pts
             time = ts * tb if ts is not None else None
