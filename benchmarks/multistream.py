@@ -1,0 +1,174 @@
+"""Several live streams through one shared detector, against separate processes and instances.
+
+    .venv/bin/python benchmarks/multistream.py                      # 4 streams, 3 rounds
+    .venv/bin/python benchmarks/multistream.py --streams 4 --loops 2 --reps 3 --json out.json
+    .venv/bin/python benchmarks/multistream.py --quick              # smoke: 2 streams, 1 round
+
+Every stream is a copy of carphone (176x144, 29.97 fps, 4 s; ``--loops`` more passes) read at
+its native rate (``-re``: a live input, so when the detector falls behind, the default drop
+policy drops the oldest queued frame and counts it). The detector is SSD-MobileNet-v2 COCO from
+the zoo on OpenVINO. The variants run in turn, interleaved round by round:
+
+* ``shared``: one process, one output per stream, every ``dnn_detect`` naming
+  ``model_instance=det`` with ``batch_size`` = streams: one model, batches across the streams;
+* ``instances``: one process, one output per stream, each ``dnn_detect`` its own model;
+* ``processes``: one process per stream (what running ``avdnn`` per camera gives).
+
+Figures per variant (medians over the rounds): total fps (frames the outputs wrote per second
+of stream time, summed over the streams: what the detector kept up with), frames dropped by the
+live queue, p50/p95 latency from a frame leaving the decoder to its write (the streams' worst),
+peak RSS (summed over the processes), and wall time including model loading. The ratio that
+matters is shared / processes total fps (goal on 2 cores: at least 1.3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+DETECT = "dnn_detect=model=zoo:ssd_mobilenet_v2_coco:dnn_backend=openvino"
+VARIANTS = ("shared", "instances", "processes")
+CLIP_SECONDS = 120 / (30000 / 1001)  # carphone: 120 frames at 29.97 fps
+
+
+def clip() -> str:
+    from avdnn.zoo import sample
+
+    return sample("carphone_pristine.mp4")
+
+
+def worker(streams: int, loops: int, shared: bool) -> dict[str, Any]:
+    """Run ``streams`` live copies of the clip in this process; the accounting as JSON."""
+    import avdnn
+
+    chain = f"{DETECT}:model_instance=det:batch_size={streams}" if shared else DETECT
+    path = clip()
+    jobs = [
+        avdnn.Job(
+            path,
+            chain,
+            output=os.devnull,
+            format="null",
+            source_options={"realtime": True, "stream_loop": loops},
+            overwrite=True,
+        )
+        for _ in range(streams)
+    ]
+    report = avdnn.run_many(jobs)
+    outs = []
+    for o in report.outputs:
+        st = o.stats
+        assert st is not None
+        outs.append(
+            {
+                "read": st.frames_read,
+                "written": st.frames_written,
+                "dropped": sum(st.frames_dropped.values()),
+                "latency": st.latency.as_dict(),
+            }
+        )
+    return {"outputs": outs, "instances": list(report.instance_lines)}
+
+
+def _spawn(streams: int, loops: int, shared: bool) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, str(Path(__file__)), "--worker", str(streams), "--loops", str(loops)]
+    if shared:
+        argv.append("--shared")
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+
+def _collect(proc: subprocess.Popen[bytes]) -> tuple[dict[str, Any], int]:
+    """The worker's JSON and its peak RSS in KiB (from wait4, so it is the child's own)."""
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"worker failed with exit {proc.returncode}")
+    return json.loads(out.decode().strip().splitlines()[-1]), usage.ru_maxrss
+
+
+def measure(variant: str, streams: int, loops: int) -> dict[str, Any]:
+    """One run of a variant: every stream's counts, the worst latency, summed peak RSS, wall."""
+    start = time.perf_counter()
+    if variant == "processes":
+        procs = [_spawn(1, loops, shared=False) for _ in range(streams)]
+    else:
+        procs = [_spawn(streams, loops, shared=variant == "shared")]
+    results = [_collect(p) for p in procs]
+    wall = time.perf_counter() - start
+    outs = [o for data, _ in results for o in data["outputs"]]
+    stream_time = CLIP_SECONDS * (loops + 1)
+    p50 = [o["latency"]["p50"] for o in outs if o["latency"]["p50"] is not None]
+    p95 = [o["latency"]["p95"] for o in outs if o["latency"]["p95"] is not None]
+    return {
+        "total_fps": sum(o["written"] for o in outs) / stream_time,
+        "written": sum(o["written"] for o in outs),
+        "read": sum(o["read"] for o in outs),
+        "dropped": sum(o["dropped"] for o in outs),
+        "p50_ms": 1000 * max(p50) if p50 else None,
+        "p95_ms": 1000 * max(p95) if p95 else None,
+        "peak_rss_mb": sum(rss for _, rss in results) / 1024,
+        "wall_s": wall,
+        "instances": [line for data, _ in results for line in data["instances"]],
+    }
+
+
+def _median(rows: list[dict[str, Any]], key: str) -> float | None:
+    values = [r[key] for r in rows if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--streams", type=int, default=4)
+    ap.add_argument("--loops", type=int, default=2, help="extra passes of the 4 s clip per stream")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="2 streams, no loop, 1 round")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--shared", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.loops, args.shared)))
+        return 0
+    if args.quick:
+        args.streams, args.loops, args.reps = 2, 0, 1
+    rows: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    for rep in range(args.reps):
+        order = VARIANTS[rep % 3 :] + VARIANTS[: rep % 3]  # interleaved: each variant leads once
+        for variant in order:
+            rows[variant].append(measure(variant, args.streams, args.loops))
+            print(f"round {rep + 1} {variant}: {json.dumps(rows[variant][-1])}", file=sys.stderr)
+    keys = ("total_fps", "dropped", "p50_ms", "p95_ms", "peak_rss_mb", "wall_s")
+    table = {v: {k: _median(rows[v], k) for k in keys} for v in VARIANTS}
+    print(f"{args.streams} live streams of carphone (x{args.loops + 1}), {DETECT}, {os.cpu_count()} CPUs")
+    print(f"{'variant':<10} {'total fps':>9} {'dropped':>8} {'p50 ms':>7} {'p95 ms':>7} {'RSS MB':>7} {'wall s':>7}")
+    for v in VARIANTS:
+        t = table[v]
+        cells = [f"{t[k]:.1f}" if t[k] is not None else "-" for k in keys]
+        print(f"{v:<10} {cells[0]:>9} {cells[1]:>8} {cells[2]:>7} {cells[3]:>7} {cells[4]:>7} {cells[5]:>7}")
+    shared, inst, procs = (table[v]["total_fps"] or 0.0 for v in VARIANTS)
+    ratios = {
+        "shared_vs_processes": shared / procs if procs else 0.0,
+        "shared_vs_instances": shared / inst if inst else 0.0,
+    }
+    print(f"shared / processes total fps: {ratios['shared_vs_processes']:.2f} (goal >= 1.3)")
+    print(f"shared / instances total fps: {ratios['shared_vs_instances']:.2f}")
+    for line in rows["shared"][-1]["instances"]:
+        print(line)
+    if args.json is not None:
+        args.json.write_text(json.dumps({"rounds": rows, "medians": table, "ratios": ratios}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
