@@ -20,6 +20,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from ._util_redact import RedactFilter, redact_url
 from .cliargs import LOG_LEVELS, Args, parse_args, run_kwargs
 from .errors import (
     AVERROR_BUG,
@@ -53,10 +54,20 @@ class Progress:
         fps = frames / elapsed
         self.stream.write(
             f"frame={frames:5d} fps={fps:5.3g} time={int(hh):02d}:{int(mm):02d}:"
-            f"{ss:05.2f} speed={t / elapsed:5.3g}x elapsed={elapsed:.2f}s" + ("\n" if final else "\r")
+            f"{ss:05.2f} speed={t / elapsed:5.3g}x elapsed={elapsed:.2f}s{_live_fields(stats)}"
+            + ("\n" if final else "\r")
         )
         self.stream.flush()
         self.shown = True
+
+
+def _live_fields(stats: Any) -> str:
+    """A live input's `` drop=N latency=Xms`` (RunStats.input_dropped, RunStats.latency.current)."""
+    if not getattr(stats, "input_live", False):
+        return ""
+    current = stats.latency.current
+    latency = f"{current * 1000:.0f}ms" if current is not None else "N/A"
+    return f" drop={sum(stats.input_dropped.values())} latency={latency}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -227,7 +238,7 @@ def _run(args: Args, level: int) -> int:
         if level <= logging.ERROR:
             sys.stderr.write(failed.summary() + "\n")
             sys.stderr.write(
-                f"avdnn: output '{args.output}' was finished cleanly with the "
+                f"avdnn: output '{redact_url(args.output or '')}' was finished cleanly with the "
                 f"{failed.frames_written} frames before the error\n"
             )
         return exit_status(exc.code)
@@ -266,6 +277,7 @@ def _batch(argv: list[str]) -> int:
 
 def _setup_logging(level: int) -> None:
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RedactFilter())  # no URL's credentials in any log line, libavformat's included
     handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
     for name in ("avdnn", "libav"):
         logger = logging.getLogger(name)

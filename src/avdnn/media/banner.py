@@ -22,6 +22,7 @@ import tempfile
 import threading
 from typing import Any
 
+from .._util_redact import redact_url
 from .libav import _find
 
 __all__ = ["announce_output", "dump_format", "stream_mapping", "version_header"]
@@ -163,4 +164,5 @@ def announce_output(source: Any, sink: Any, complex_last: str | None = None) -> 
             ctx = side.stream.codec_context
             rows.append((side.stream.index, i, ctx.name if ctx is not None else None, enc))
     sys.stderr.write(stream_mapping(rows, complex_chain=complex_last) + "\n")
-    sink.on_header = lambda container: dump_format(container, 0, sink.name, output=True)
+    name = redact_url(sink.name)  # an output URL's credentials are never shown either
+    sink.on_header = lambda container: dump_format(container, 0, name, output=True)

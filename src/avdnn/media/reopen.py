@@ -1,0 +1,121 @@
+"""Reopening a lost live network input in the middle of a run, its timeline continued.
+
+:class:`~avdnn.media.source.Source` reads a live network input through :func:`live_packets`:
+a demuxer error or a stall (PyAV's read timeout, ``-live_timeout``) ends the pass as
+:class:`InputLost`; the Source drains its decoder and calls :func:`reopen`, which opens the
+URL again (``-reconnect_attempts`` times, ``-reconnect_delay`` apart: :func:`.live.open_input`),
+decodes the new session's video with the same decoder (its counters go on) and shifts the new
+timestamps so that the output never sees them go back (:func:`.live.continue_timeline`). The
+end of the stream is a loss too (the sender went away): reopened the same way, and when that
+fails the input simply ends. A loss that cannot be reopened ends the run with its error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AvdnnError
+from .live import continue_timeline, open_input, translate
+from .timing import AV_TIME_BASE, rescale
+
+if TYPE_CHECKING:
+    from .source import Source
+
+log = logging.getLogger("avdnn")
+
+_US = Fraction(1, AV_TIME_BASE)
+#: ffmpeg's -dts_delta_threshold (seconds): a larger jump forward is a discontinuity.
+DTS_DELTA_THRESHOLD = 10
+
+
+class InputLost(AvdnnError):
+    """A live input failed or stalled mid-stream (internal: the Source reopens it)."""
+
+    def __init__(self, error: AvdnnError) -> None:
+        super().__init__(error.message, code=error.code, file=error.file)
+        self.error = error
+
+
+def live_packets(packets: Iterator[Any], name: str, timeout: float) -> Iterator[Any]:
+    """The demuxer's packets; its failure (a stall included) raised as :class:`InputLost`."""
+    import av
+
+    while True:
+        try:
+            packet = next(packets)
+        except StopIteration:
+            return
+        except (av.FFmpegError, OSError) as exc:
+            raise InputLost(translate(exc, name, timeout)) from exc
+        yield packet
+
+
+def reopen(source: Source, cause: AvdnnError | None) -> bool:
+    """Open ``source``'s URL again after a loss (``cause``; None: the stream ended).
+
+    Returns False when an ended stream could not be reopened (the input ends normally);
+    raises ``cause`` (with why it was not reopened) when a failed one could not.
+    """
+    name = source.name
+    if source._stop.is_set():  # the run is ending: nothing to reopen for
+        if cause is not None:
+            raise cause
+        return False
+    lost_at = time.monotonic()
+    if cause is not None:
+        log.warning("%s: %s; reopening", name, cause.message)
+    else:
+        log.log(logging.INFO - 1, "%s: end of stream; reopening", name)
+    try:
+        container = open_input(source.url, **source._open_args, reconnect=cause is not None, stop=source._stop)
+    except AvdnnError as exc:
+        if cause is None:
+            log.info("%s: ended (not reopened: %s)", name, exc.message)
+            return False
+        cause.message = f"{cause.message}; not reopened: {exc.message}"
+        raise cause from exc
+    old, source._container = source._container, container
+    old.close()
+    source.live_stats.reconnects += 1
+    source._gap_from = source._last_out or lost_at
+    _rebind(source, container)
+    _continue(source, container)
+    log.warning(
+        "%s: reopened after %.1f s%s", name, time.monotonic() - lost_at, "" if cause else " (after end of stream)"
+    )
+    return True
+
+
+def _rebind(source: Source, container: Any) -> None:
+    """The new session's video stream to the same decoder; the side streams by index, as before."""
+    old = source._stream
+    if old is None:
+        return
+    streams = container.streams
+    new = streams[old.index] if old.index < len(streams) and streams[old.index].type == "video" else None
+    if new is None and streams.video:
+        new = streams.video[0]
+    if new is None:
+        raise AvdnnError("reopened without a video stream", file=source.name)
+    source._stream = new
+    if source.decoder is not None:
+        source.decoder.rebind(new)
+
+
+def _continue(source: Source, container: Any) -> None:
+    """Shift the new session's timestamps past the old ones (and count the frames lost in a hole)."""
+    if source._max_pts is None:
+        return
+    end = rescale(source._max_pts[0], source._max_pts[1], _US)
+    shift = rescale(source._duration[0], source._duration[1], _US) if source._duration[0] else 0
+    start = container.start_time if container.start_time is not None else 0  # raw, as _max_pts
+    new_shift, hole = continue_timeline(end, shift, start, threshold=DTS_DELTA_THRESHOLD * AV_TIME_BASE)
+    source._duration = (new_shift, _US)
+    stream = source._stream
+    rate = (stream.guessed_rate or stream.average_rate) if stream is not None else None
+    if hole and rate:
+        source.live_stats.frames_lost += round(hole / AV_TIME_BASE * float(rate))
