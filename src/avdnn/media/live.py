@@ -151,6 +151,10 @@ class LiveStats:
     gap_seconds: float = 0.0
     frames_lost: int = 0
 
+    def counters(self) -> dict[str, int]:
+        """As the run's input counters: ``reconnects``, ``gap_ms``, ``frames_lost``."""
+        return {"reconnects": self.reconnects, "gap_ms": round(self.gap_seconds * 1000), "frames_lost": self.frames_lost}
+
 
 def protocol(url: str) -> str | None:
     """The URL's scheme, lower-cased (None for a plain path)."""

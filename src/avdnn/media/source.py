@@ -286,14 +286,8 @@ class Source:
             "decode_errors": self.decode_errors,
             "packets_corrupt": self.packets_corrupt,
             **{f"errors.{k}": v for k, v in self.errors.items()},
-            **self._live_counters(),
+            **(self.live_stats.counters() if self._network else {}),
         }
-
-    def _live_counters(self) -> dict[str, int]:
-        if not self._network:
-            return {}
-        st = self.live_stats
-        return {"reconnects": st.reconnects, "gap_ms": round(st.gap_seconds * 1000), "frames_lost": st.frames_lost}
 
     @property
     def frames_decoded(self) -> int:
