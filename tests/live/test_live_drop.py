@@ -123,3 +123,18 @@ def test_waifu2x_slower_than_real_time_drops_and_counts(ffmpeg: str, served: dic
     assert stats.frames_read == 30 and dropped > 0 and stats.frames_written == 30 - dropped
     assert stats.check(), stats.violations()
     assert "dropped by input live queue (-live_drop oldest" in stats.summary()
+
+
+def test_a_file_read_with_re_is_live(served: dict[str, Path], tmp_path: Path, register: Callable[[type], type]) -> None:
+    """-re makes a file live: its slow chain drops the oldest by default, as a network input's does."""
+    register(_Slow)
+    stats = avdnn.run(
+        str(served["b"]),
+        "avdnn_test_slow",
+        output=str(tmp_path / "re.framemd5"),
+        format="framemd5",
+        source_options={"realtime": True},
+    )
+    assert stats.input_live and sum(stats.input_dropped.values()) > 0
+    assert stats.frames_read == 30 == stats.frames_written + sum(stats.input_dropped.values())
+    assert stats.check(), stats.violations()

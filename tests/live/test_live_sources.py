@@ -138,13 +138,15 @@ def test_credentials_never_shown(ffmpeg: str, served: dict[str, Path], tmp_path:
     assert res.rc != 0 and "s3cret" not in res.err and "rtsp://admin:***@127.0.0.1" in res.err
 
 
-@pytest.mark.parametrize("flag", ["-listen", "-timeout", "-rw_timeout"])
-def test_protocol_options_still_reach_the_protocol(flag: str) -> None:
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("-listen", "1"), ("-timeout", "1000000"), ("-rw_timeout", "500000"), ("-rtsp_transport", "tcp")],
+)
+def test_protocol_options_still_reach_the_protocol(flag: str, value: str) -> None:
     """avdnn's live options take none of the protocols' AVOption names (http's -reconnect* neither)."""
     from avdnn.cliargs import parse_args
 
-    args = parse_args(
-        [flag, "1", "-reconnect_streamed", "1", "-live_timeout", "3", "-i", "tcp://h:1", "-f", "null", "-"]
-    )
-    assert args.input_options == {flag[1:]: "1", "reconnect_streamed": "1"}
-    assert args.source_options == {"live_timeout": 3.0}
+    argv = [flag, value, "-reconnect_streamed", "1", "-live_timeout", "3", "-live_drop", "none", "-i", "tcp://h:1"]
+    args = parse_args([*argv, "-f", "null", "-"])
+    assert args.input_options == {flag[1:]: value, "reconnect_streamed": "1"}
+    assert args.source_options == {"live_timeout": 3.0, "live_drop": "none"}
