@@ -153,7 +153,11 @@ class LiveStats:
 
     def counters(self) -> dict[str, int]:
         """As the run's input counters: ``reconnects``, ``gap_ms``, ``frames_lost``."""
-        return {"reconnects": self.reconnects, "gap_ms": round(self.gap_seconds * 1000), "frames_lost": self.frames_lost}
+        return {
+            "reconnects": self.reconnects,
+            "gap_ms": round(self.gap_seconds * 1000),
+            "frames_lost": self.frames_lost,
+        }
 
 
 def protocol(url: str) -> str | None:
