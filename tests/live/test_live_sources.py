@@ -98,7 +98,8 @@ def test_tcp_server_restarted_mid_run_is_reopened(ffmpeg: str, served: dict[str,
         assert started.wait(30), result
     with Server(ffmpeg, served["b"], f"tcp://127.0.0.1:{port}?listen=1"):
         thread.join(60)
-    assert "error" not in result, result
+    if "error" in result:
+        raise result["error"]
     stats = result["stats"]
     rows = framemd5_rows(out)
     pts = [p for p, _ in rows]

@@ -78,11 +78,15 @@ def reopen(source: Source, cause: AvdnnError | None) -> bool:
             return False
         cause.message = f"{cause.message}; not reopened: {exc.message}"
         raise cause from exc
+    index = source._stream.index if source._stream is not None else None  # read before its container goes
     old, source._container = source._container, container
-    old.close()
+    if source.side_handlers:  # the side paths keep the old streams' parameters: free it with the Source
+        source._retired.append(old)
+    else:
+        old.close()
     source.live_stats.reconnects += 1
     source._gap_from = source._last_out or lost_at
-    _rebind(source, container)
+    _rebind(source, container, index)
     _continue(source, container)
     log.warning(
         "%s: reopened after %.1f s%s", name, time.monotonic() - lost_at, "" if cause else " (after end of stream)"
@@ -90,13 +94,12 @@ def reopen(source: Source, cause: AvdnnError | None) -> bool:
     return True
 
 
-def _rebind(source: Source, container: Any) -> None:
+def _rebind(source: Source, container: Any, index: int | None) -> None:
     """The new session's video stream to the same decoder; the side streams by index, as before."""
-    old = source._stream
-    if old is None:
+    if index is None:
         return
     streams = container.streams
-    new = streams[old.index] if old.index < len(streams) and streams[old.index].type == "video" else None
+    new = streams[index] if index < len(streams) and streams[index].type == "video" else None
     if new is None and streams.video:
         new = streams.video[0]
     if new is None:

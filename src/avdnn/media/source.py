@@ -131,6 +131,7 @@ class Source:
         self.live_stats = LiveStats()
         self._stop = threading.Event()  # the run is ending: no more waiting to reopen
         self._gap_from: float | None = None
+        self._retired: list[Any] = []  # containers of the sessions before a reopening (media.reopen)
         self._last_out = 0.0
         #: Packets of the streams that go around the chain, by input stream index (see media.sidepath).
         self.side_handlers: dict[int, Callable[[Any], None]] = {}
@@ -581,6 +582,8 @@ class Source:
             with contextlib.suppress(ValueError):  # still running on a reader thread: it ends by itself
                 gen.close()
         self._container.close()
+        for old in self._retired:
+            old.close()
 
     def __enter__(self) -> Source:
         return self
