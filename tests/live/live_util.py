@@ -53,15 +53,17 @@ def framemd5_rows(path: Path) -> list[tuple[int, str]]:
 class Server:
     """``ffmpeg -re -i CLIP -c copy -f mpegts URL`` in the background; ``stop()`` kills it."""
 
-    def __init__(self, ffmpeg: str, clip: Path, url: str) -> None:
+    def __init__(self, ffmpeg: str, clip: Path, url: str, *, extra: list[str] | None = None) -> None:
         cmd = [ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-i", str(clip)]
         self.proc = subprocess.Popen(
-            [*cmd, "-c", "copy", "-f", "mpegts", url], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            [*cmd, "-c", "copy", *(extra or []), "-f", "mpegts", url],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
         )
 
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.kill()
+            self.proc.kill()  # SIGKILL ends a stopped (SIGSTOP) process too
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.communicate(timeout=10)
 

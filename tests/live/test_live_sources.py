@@ -2,13 +2,15 @@
 
 The server is the oracle ffmpeg sending a clip at its native rate (``-re``); what avdnn
 writes is compared frame by frame (md5 of the decoded pictures) with the oracle's decode of
-the very clip served. RTSP is not tested: no RTSP server installs from PyPI or Debian here,
+the very clip served. These runs use ``-live_drop none`` (lossless): on a loaded machine the
+default policy may rightly drop frames, which test_live_drop.py is about. RTSP is not tested: no RTSP server installs from PyPI or Debian here,
 and avdnn does not listen for RTSP (ffmpeg's rtsp ``-rtsp_flags listen`` would need PyAV's
 FFmpeg to mux RTSP, which it can, but that is a server avdnn does not offer).
 """
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -33,7 +35,9 @@ def test_tcp_stream_at_native_rate_is_read_whole(ffmpeg: str, served: dict[str, 
     out = tmp_path / "tcp.framemd5"
     server, url = _serve_tcp(ffmpeg, served["b"])
     with server:
-        stats = avdnn.run(url, "", output=str(out), format="framemd5", source_options={"reconnect_attempts": 0})
+        stats = avdnn.run(
+            url, "", output=str(out), format="framemd5", source_options={"reconnect_attempts": 0, "live_drop": "none"}
+        )
     assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["b"])
     assert stats.input_live and stats.frames_written == stats.frames_read == 30
     assert stats.input_dropped == {} and stats.check(), stats.violations()
@@ -47,7 +51,7 @@ def test_udp_stream_is_read_whole_and_its_silence_ends_the_run(
     """UDP has no end of stream: the sender's silence is a stall, -live_timeout ends it (one line, non-zero)."""
     port = free_port(socket.SOCK_DGRAM)
     out = tmp_path / "udp.framemd5"
-    argv = ["-hide_banner", "-nostats", "-live_timeout", "2", "-reconnect_attempts", "0"]
+    argv = ["-hide_banner", "-nostats", "-live_timeout", "2", "-reconnect_attempts", "0", "-live_drop", "none"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "avdnn", *argv, "-i", f"udp://127.0.0.1:{port}", "-f", "framemd5", str(out)],
         stdout=subprocess.DEVNULL,
@@ -84,7 +88,7 @@ def test_tcp_server_restarted_mid_run_is_reopened(ffmpeg: str, served: dict[str,
                 "",
                 output=str(out),
                 format="framemd5",
-                source_options={"reconnect_attempts": 8, "reconnect_delay": 0.25},
+                source_options={"reconnect_attempts": 8, "reconnect_delay": 0.25, "live_drop": "none"},
                 progress=progress,
             )
         except BaseException as exc:  # noqa: BLE001 - handed to the test thread
@@ -112,6 +116,65 @@ def test_tcp_server_restarted_mid_run_is_reopened(ffmpeg: str, served: dict[str,
     assert stats.input_counters["reconnects"] == 1 and stats.input_counters["gap_ms"] > 0
     assert stats.frames_written == stats.frames_read == len(got) and stats.check(), stats.violations()
     assert "input: reopened 1 time(s)" in stats.summary()
+
+
+def test_stalled_sender_is_reopened_and_a_running_clock_counts_the_lost_frames(
+    ffmpeg: str, served: dict[str, Path], tmp_path: Path
+) -> None:
+    """The sender stops sending (SIGSTOP: the connection stays open): -live_timeout sees the stall.
+
+    The second sender's clock runs on from the first one's (``-output_ts_offset 2``: where the
+    first clip would have ended), so its timestamps are kept and the frames in the hole counted.
+    """
+    out = tmp_path / "stall.framemd5"
+    started = threading.Event()
+    result: dict[str, Any] = {}
+
+    def run(url: str) -> None:
+        try:
+            result["stats"] = avdnn.run(
+                url,
+                "",
+                output=str(out),
+                format="framemd5",
+                fps_mode="passthrough",
+                source_options={
+                    "live_timeout": 1,
+                    "reconnect_attempts": 8,
+                    "reconnect_delay": 0.25,
+                    "live_drop": "none",
+                },
+                progress=lambda stats, frame: started.set() if stats.frames_written >= 10 else None,
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            result["error"] = exc
+
+    first, url = _serve_tcp(ffmpeg, served["a"])
+    port = int(url.rsplit(":", 1)[1])
+    thread = threading.Thread(target=run, args=(url,))
+    with first:
+        thread.start()
+        assert started.wait(30), result
+        first.proc.send_signal(signal.SIGSTOP)
+        second = Server(ffmpeg, served["b"], f"tcp://127.0.0.1:{port}?listen=1", extra=["-output_ts_offset", "2"])
+        with second:
+            thread.join(60)
+        first.proc.send_signal(signal.SIGCONT)
+    if "error" in result:
+        raise result["error"]
+    stats = result["stats"]
+    b = frame_hashes(ffmpeg, served["b"])
+    rows = framemd5_rows(out)
+    assert [h for _, h in rows[-len(b) :]] == b
+    head = rows[: -len(b)]
+    assert 10 <= len(head) < 60
+    counters = stats.input_counters
+    assert counters["reconnects"] == 1 and counters["gap_ms"] >= 1000  # at least the stall's second
+    assert counters["frames_lost"] == 60 - len(head)  # the rest of the first clip, by its timestamps
+    assert abs(rows[-len(b)][0] - 60) <= 1  # the second session at 2 s on the first one's clock
+    pts = [p for p, _ in rows]
+    assert pts == sorted(set(pts)) and stats.check(), stats.violations()
+    assert "no data for 1 s (-live_timeout)" not in stats.summary()  # reopened: not an error
 
 
 def test_dead_address_ends_with_one_line(avdnn_subprocess: Any) -> None:

@@ -190,8 +190,12 @@ def _listens(url: str, options: dict[str, str]) -> bool:
     return params.get("listen", "0") not in ("0", "") or params.get("mode") == "listener"
 
 
-def _timeout_error(seconds: float, name: str) -> AvdnnError:
-    return IOFailureError(f"no data for {seconds:g} s (-live_timeout)", code=-errno.ETIMEDOUT, file=name)
+class StallError(IOFailureError):
+    """A network input gave no data for ``seconds`` (-live_timeout): AVERROR(ETIMEDOUT)."""
+
+    def __init__(self, seconds: float, name: str) -> None:
+        super().__init__(f"no data for {seconds:g} s (-live_timeout)", code=-errno.ETIMEDOUT, file=name)
+        self.seconds = seconds
 
 
 def translate(exc: BaseException, name: str, timeout: float | None) -> AvdnnError:
@@ -199,7 +203,7 @@ def translate(exc: BaseException, name: str, timeout: float | None) -> AvdnnErro
     import av
 
     if isinstance(exc, av.ExitError) and timeout:
-        return _timeout_error(timeout, name)
+        return StallError(timeout, name)
     return from_av_error(exc, file=name)
 
 

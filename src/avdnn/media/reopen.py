@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AvdnnError
-from .live import continue_timeline, open_input, translate
+from .live import StallError, continue_timeline, open_input, translate
 from .timing import AV_TIME_BASE, rescale
 
 if TYPE_CHECKING:
@@ -40,8 +40,11 @@ class InputLost(AvdnnError):
         self.error = error
 
 
-def live_packets(packets: Iterator[Any], name: str, timeout: float) -> Iterator[Any]:
-    """The demuxer's packets; its failure (a stall included) raised as :class:`InputLost`."""
+def live_packets(packets: Iterator[Any], name: str, timeout: float, arrived: list[float]) -> Iterator[Any]:
+    """The demuxer's packets; its failure (a stall included) raised as :class:`InputLost`.
+
+    ``arrived[0]`` is set to the time of each packet (the gap after a loss is counted from there).
+    """
     import av
 
     while True:
@@ -51,6 +54,7 @@ def live_packets(packets: Iterator[Any], name: str, timeout: float) -> Iterator[
             return
         except (av.FFmpegError, OSError) as exc:
             raise InputLost(translate(exc, name, timeout)) from exc
+        arrived[0] = time.monotonic()
         yield packet
 
 
@@ -66,6 +70,10 @@ def reopen(source: Source, cause: AvdnnError | None) -> bool:
             raise cause
         return False
     lost_at = time.monotonic()
+    # the gap starts at the last packet, or for a stall -live_timeout before now (the demuxer hands out
+    # the packet it was assembling when its read fails, so the last packet can come at the failure)
+    since = lost_at - cause.seconds if isinstance(cause, StallError) else lost_at
+    since = min(source._last_in[0] or since, since)
     if cause is not None:
         log.warning("%s: %s; reopening", name, cause.message)
     else:
@@ -85,7 +93,7 @@ def reopen(source: Source, cause: AvdnnError | None) -> bool:
     else:
         old.close()
     source.live_stats.reconnects += 1
-    source._gap_from = source._last_out or lost_at
+    source._gap_from = since
     _rebind(source, container, index)
     _continue(source, container)
     log.warning(

@@ -131,8 +131,8 @@ class Source:
         self.live_stats = LiveStats()
         self._stop = threading.Event()  # the run is ending: no more waiting to reopen
         self._gap_from: float | None = None
+        self._last_in = [0.0]  # when the last packet arrived (media.reopen: the gap starts there)
         self._retired: list[Any] = []  # containers of the sessions before a reopening (media.reopen)
-        self._last_out = 0.0
         #: Packets of the streams that go around the chain, by input stream index (see media.sidepath).
         self.side_handlers: dict[int, Callable[[Any], None]] = {}
         #: Called once the demuxer is at its end (the side streams flush their decoders).
@@ -428,7 +428,7 @@ class Source:
         video_done = False
         packets = self._container.demux(*streams)
         if self._network:  # its failures and stalls end the pass as InputLost (reopened by _generate)
-            packets = live_packets(packets, self.name, self.live_options.live_timeout)
+            packets = live_packets(packets, self.name, self.live_options.live_timeout, self._last_in)
         for packet in packets:
             if packet.dts is None and packet.pts is None and packet.size == 0:
                 if packet.stream.index != video:
@@ -536,11 +536,9 @@ class Source:
         frame = Frame.from_av(av_frame)
         frame.sample_aspect_ratio = self._out_sar
         self.frames_read += 1
-        if self._network:
-            self._last_out = time.monotonic()
-            if self._gap_from is not None:  # the first frame after a reopening: the gap ends
-                self.live_stats.gap_seconds += self._last_out - self._gap_from
-                self._gap_from = None
+        if self._gap_from is not None:  # the first frame after a reopening: the gap ends
+            self.live_stats.gap_seconds += time.monotonic() - self._gap_from
+            self._gap_from = None
         if self._filters is not None and self._filters.filters:
             self._passed += 1
         return frame
