@@ -3,9 +3,9 @@
 The server is the oracle ffmpeg sending a clip at its native rate (``-re``); what avdnn
 writes is compared frame by frame (md5 of the decoded pictures) with the oracle's decode of
 the very clip served. These runs use ``-live_drop none`` (lossless): on a loaded machine the
-default policy may rightly drop frames, which test_live_drop.py is about. RTSP is not tested: no RTSP server installs from PyPI or Debian here,
-and avdnn does not listen for RTSP (ffmpeg's rtsp ``-rtsp_flags listen`` would need PyAV's
-FFmpeg to mux RTSP, which it can, but that is a server avdnn does not offer).
+default policy may rightly drop frames, which test_live_drop.py is about. No RTSP server installs
+from PyPI or Debian here, so the RTSP test has avdnn listen (``-rtsp_flags listen``, libavformat's
+own RTSP server side) while ffmpeg publishes to it.
 """
 
 from __future__ import annotations
@@ -214,3 +214,54 @@ def test_protocol_options_still_reach_the_protocol(flag: str, value: str) -> Non
     args = parse_args([*argv, "-f", "null", "-"])
     assert args.input_options == {flag[1:]: value, "reconnect_streamed": "1"}
     assert args.source_options == {"live_timeout": 3.0, "live_drop": "none"}
+
+
+def test_rtsp_published_by_ffmpeg_to_avdnn_listening(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
+    """No RTSP server installs here, so avdnn is the RTSP listener (-rtsp_flags listen) and ffmpeg publishes."""
+    port = free_port()
+    out = tmp_path / "rtsp.framemd5"
+    url = f"rtsp://admin:s3cret@127.0.0.1:{port}/live"
+    argv = [
+        "-stats",
+        "-rtsp_flags",
+        "listen",
+        "-listen_timeout",
+        "20",
+        "-reconnect_attempts",
+        "0",
+        "-live_drop",
+        "none",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "avdnn", *argv, "-i", url, "-f", "framemd5", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tcp_listening(port, deadline=20)
+        publish = [
+            ffmpeg,
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-nostdin",
+            "-re",
+            "-i",
+            str(served["b"]),
+            "-c",
+            "copy",
+        ]
+        res = subprocess.run(
+            [*publish, "-f", "rtsp", "-rtsp_transport", "tcp", f"rtsp://127.0.0.1:{port}/live"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["b"])
+    assert "s3cret" not in err and f"from 'rtsp://admin:***@127.0.0.1:{port}/live'" in err

@@ -183,11 +183,15 @@ def is_live(url: str, format: str | None, container: Any, *, paced: bool) -> boo
 
 
 def _listens(url: str, options: dict[str, str]) -> bool:
-    """A listening input (tcp/rtmp/http ``listen``, srt ``mode=listener``): it waits for its peer."""
+    """A listening input (tcp/rtmp/http ``listen``, srt ``mode=listener``, rtsp ``-rtsp_flags listen``)."""
     _, _, query = url.partition("?")
     params = dict(parse_qsl(query, keep_blank_values=True))
     params.update(options)
-    return params.get("listen", "0") not in ("0", "") or params.get("mode") == "listener"
+    return (
+        params.get("listen", "0") not in ("0", "")
+        or params.get("mode") == "listener"
+        or "listen" in params.get("rtsp_flags", "")
+    )
 
 
 class StallError(IOFailureError):
@@ -245,6 +249,7 @@ def open_input(
         return _open_once(url, name, format, opts, None)
     bound = live.live_timeout or None
     timeout = (None if _listens(url, opts) else bound, bound)
+    tries = -1 if live.reconnect_attempts == -1 else live.reconnect_attempts + (0 if reconnect else 1)
     attempt = 0
     while True:
         with av.logging.Capture() as lines:
@@ -259,19 +264,19 @@ def open_input(
             return container
         _replay(lines, logging.INFO - 1)
         attempt += 1
-        if live.reconnect_attempts != -1 and attempt > live.reconnect_attempts:
+        if tries != -1 and attempt >= tries:
             if attempt > 1:
                 failure.message += f" (after {attempt} attempts)"
             raise failure
         level = logging.WARNING if reconnect else logging.INFO - 1
         log.log(
             level,
-            "%s: %s; reopening in %g s (attempt %d of %s)",
+            "%s: %s; trying again in %g s (attempt %d of %s)",
             name,
             failure.message,
             live.reconnect_delay,
-            attempt,
-            "unlimited" if live.reconnect_attempts == -1 else live.reconnect_attempts,
+            attempt + 1,
+            "unlimited" if tries == -1 else tries,
         )
         if _wait(live.reconnect_delay, stop):
             raise failure

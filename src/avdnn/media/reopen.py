@@ -65,7 +65,7 @@ def reopen(source: Source, cause: AvdnnError | None) -> bool:
     raises ``cause`` (with why it was not reopened) when a failed one could not.
     """
     name = source.name
-    if source._stop.is_set():  # the run is ending: nothing to reopen for
+    if source._stop.is_set() or source.live_options.reconnect_attempts == 0:  # ending, or never reopened
         if cause is not None:
             raise cause
         return False
