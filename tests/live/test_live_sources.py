@@ -265,3 +265,27 @@ def test_rtsp_published_by_ffmpeg_to_avdnn_listening(ffmpeg: str, served: dict[s
     assert proc.returncode == 0, err
     assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["b"])
     assert "s3cret" not in err and f"from 'rtsp://admin:***@127.0.0.1:{port}/live'" in err
+
+
+def test_avdnn_listening_on_tcp_waits_for_its_sender(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
+    """``?listen=1`` passes through to tcp, and a listening input waits past -live_timeout for its peer."""
+    port = free_port()
+    out = tmp_path / "listen.framemd5"
+    argv = ["-hide_banner", "-nostats", "-live_timeout", "1", "-reconnect_attempts", "0", "-live_drop", "none"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "avdnn", *argv, "-i", f"tcp://127.0.0.1:{port}?listen=1", "-f", "framemd5", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tcp_listening(port)
+        threading.Event().wait(1.5)  # longer than -live_timeout: the open must not give up meanwhile
+        send = [ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-i", str(served["b"]), "-c", "copy"]
+        res = subprocess.run([*send, "-f", "mpegts", f"tcp://127.0.0.1:{port}"], capture_output=True, timeout=30)
+        assert res.returncode == 0, res.stderr
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["b"])
