@@ -11,6 +11,7 @@ after the output (if any) has been finished cleanly with the frames before the e
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import Any, BinaryIO, TypedDict, Unpack, overload
@@ -49,6 +50,8 @@ class FrameStream:
         frame = next(self._it)
         self._pipeline.stats.frames_written += 1  # handed to the caller counts as written
         self._pipeline.stats.output_in += 1
+        if frame.side_data.arrival is not None:  # end-to-end latency: input to the caller's hands
+            self._pipeline.stats.latency.add(time.monotonic() - frame.side_data.arrival)
         return frame
 
     def close(self) -> None:
@@ -356,7 +359,7 @@ def dump_input(source: Source, index: int = 0) -> bool:
     """ffmpeg's ``Input #index, FORMAT, from 'URL':`` block of an open source, on stderr."""
     from .media.banner import dump_format
 
-    return dump_format(source.container, index, "pipe:" if source.url == "-" else source.url, output=False)
+    return dump_format(source.container, index, "pipe:" if source.url == "-" else source.name, output=False)
 
 
 def open(  # noqa: A001 - avdnn.open, as av.open: the iterating half of run()

@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from ._util_redact import RedactFilter, redact_url
 from .cliargs import LOG_LEVELS, Args, parse_args, run_kwargs
 from .errors import (
     AVERROR_BUG,
@@ -73,7 +74,17 @@ class Progress:
         mm, ss = divmod(rem, 60)
         frames = stats.frames_written or sum(s.packets_written for s in stats.streams if s.media_type == "video")
         fps = frames / elapsed
-        return f"frame={frames:5d} fps={fps:5.3g} time={int(hh):02d}:{int(mm):02d}:{ss:05.2f} speed={t / elapsed:5.3g}x"
+        clock = f"{int(hh):02d}:{int(mm):02d}:{ss:05.2f}"
+        return f"frame={frames:5d} fps={fps:5.3g} time={clock} speed={t / elapsed:5.3g}x{_live_fields(stats)}"
+
+
+def _live_fields(stats: Any) -> str:
+    """A live input's `` drop=N latency=Xms`` (RunStats.input_dropped, RunStats.latency.current)."""
+    if not getattr(stats, "input_live", False):
+        return ""
+    current = stats.latency.current
+    latency = f"{current * 1000:.0f}ms" if current is not None else "N/A"
+    return f" drop={sum(stats.input_dropped.values())} latency={latency}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -283,7 +294,7 @@ def _failed(exc: Any, names: list[str], progress: Progress | None, level: int) -
         for out in exc.failed:
             if out.stats is not None:
                 sys.stderr.write(
-                    f"avdnn: output '{names[out.index]}' was finished cleanly with the "
+                    f"avdnn: output '{redact_url(names[out.index])}' was finished cleanly with the "
                     f"{out.stats.frames_written} frames before the error\n"
                 )
     return exit_status(exc.code)
@@ -317,6 +328,7 @@ def _batch(argv: list[str]) -> int:
 
 def _setup_logging(level: int) -> None:
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RedactFilter())  # no URL's credentials in any log line, libavformat's included
     handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
     for name in ("avdnn", "libav"):
         logger = logging.getLogger(name)

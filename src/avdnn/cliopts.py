@@ -38,6 +38,12 @@ SOURCE_INPUT: dict[str, Any] = {
     "-threads": str,
     "-err_detect": str,
     "-discard": str,
+    # live inputs (avdnn's own, docs/live.md; none of them is an AVOption, http's -reconnect* pass through)
+    "-reconnect_attempts": int,
+    "-reconnect_delay": float,
+    "-live_timeout": float,
+    "-live_drop": str,
+    "-live_queue": int,
 }
 SOURCE_GLOBAL: dict[str, Any] = {"-xerror": bool, "-max_error_rate": float}
 SOURCE_KEYS = {

@@ -32,6 +32,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from ._util_redact import redact_text
+
 
 def fferrtag(a: int | str, b: int | str, c: int | str, d: int | str) -> int:
     """FFmpeg's FFERRTAG: a negative four-character code."""
@@ -104,12 +106,13 @@ class AvdnnError(Exception):
         file: str | None = None,
         pts: int | None = None,
     ) -> None:
+        message = redact_text(message)  # a URL's credentials never reach a message (see _util_redact)
         super().__init__(message)
         self.message = message
         self.code = self.default_code if code is None else code
         self.filter = filter
         self.option = option
-        self.file = file
+        self.file = redact_text(file) if file is not None else None
         self.pts = pts
         #: The run's frame accounting (RunStats) when the error ended a run.
         self.stats: Any = None
@@ -118,7 +121,7 @@ class AvdnnError(Exception):
         """Fill context fields that are still unset; returns self for ``raise e.with_context()``."""
         for key, value in context.items():
             if getattr(self, key, None) is None:
-                setattr(self, key, value)
+                setattr(self, key, redact_text(value) if key == "file" and isinstance(value, str) else value)
         return self
 
     def oneline(self) -> str:

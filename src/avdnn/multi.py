@@ -16,12 +16,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, Unpack
 
+from ._util_redact import redact_url
 from .api import FrameStream, RunOptions, run
 from .dnn.shared import InstanceScope, current_scope
 from .errors import AvdnnError, InvalidArgumentError
@@ -30,11 +30,9 @@ from .graph.stats import RunStats
 from .graph.stop import stop_scope
 from .graph.wiring import referenced_inputs
 from .media.frame import Frame
+from .media.live import is_network
 
 __all__ = ["Job", "MultiFrameStream", "OutputsFailedError", "open_many", "run_many"]
-
-#: Protocols whose input is a live network stream: it cannot be read twice (one output only).
-LIVE_SCHEMES = frozenset({"udp", "tcp", "rtp", "srt", "rtsp", "rtsps", "rtmp", "http", "https", "mms", "mmsh"})
 
 
 class OutputsFailedError(AvdnnError):
@@ -182,19 +180,8 @@ class _Countdown:
                 self._cond.wait()
 
 
-def is_live(url: str) -> bool:
-    """A network stream read as it arrives (a URL of :data:`LIVE_SCHEMES`)."""
-    scheme, sep, _ = url.partition("://")
-    return bool(sep) and scheme.lower() in LIVE_SCHEMES
-
-
-def redact(url: str) -> str:
-    """The URL with its credentials hidden (``rtsp://user:pass@host`` -> ``rtsp://***@host``)."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", r"\1***@", url)
-
-
 def _shown(inputs: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    return [(k, redact(url)) for k, url in inputs]
+    return [(k, redact_url(url)) for k, url in inputs]
 
 
 def _refuse_shared_streams(urls: Sequence[Sequence[str]], what: str) -> None:
@@ -202,12 +189,12 @@ def _refuse_shared_streams(urls: Sequence[Sequence[str]], what: str) -> None:
     readers: dict[str, list[int]] = {}
     for n, reads in enumerate(urls):
         for url in reads:
-            if is_live(url) or url == "-" or url.startswith("pipe:"):
+            if is_network(url, None) or url == "-" or url.startswith("pipe:"):
                 readers.setdefault(url, []).append(n)
     for url, outs in readers.items():
         if len(outs) > 1:
             raise InvalidArgumentError(
-                f"input '{redact(url)}' is a live stream and cannot be read twice, but {what} "
+                f"input '{redact_url(url)}' is a live stream and cannot be read twice, but {what} "
                 f"{', '.join(f'#{n}' for n in outs)} read it: give each its own input",
                 option="map",
             )
@@ -244,7 +231,7 @@ class MultiFrameStream:
         specs = [(s, "") if isinstance(s, str) else s for s in sources]
         _refuse_shared_streams([[url] for url, _ in specs], "sources")
         self.stats = MultiRunStats(
-            [OutputResult(k, "", [(0, redact(url))], kind="stream") for k, (url, _) in enumerate(specs)]
+            [OutputResult(k, "", [(0, redact_url(url))], kind="stream") for k, (url, _) in enumerate(specs)]
         )
         self._merge = _Merge(depth, len(specs))
         self._bugs: list[BaseException] = []

@@ -181,7 +181,7 @@ def test_a_live_input_read_by_two_outputs_is_refused() -> None:
     url = "rtsp://user:secret@127.0.0.1:9/cam"
     res = run_cli(["-hide_banner", "-i", url, "-f", "null", "-", "-f", "null", "-"])
     assert res.rc != 0 and "Traceback" not in res.err
-    assert "rtsp://***@127.0.0.1:9/cam" in res.err and "cannot be read twice" in res.err
+    assert "rtsp://user:***@127.0.0.1:9/cam" in res.err and "cannot be read twice" in res.err
     assert "secret" not in res.err
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
@@ -23,6 +24,7 @@ from ..media.sink import Sink
 from ..media.source import Source
 from .chain import Stage, auto_format, build_stages, stage_out_rate
 from .lavfi import LavfiSegment
+from .livequeue import DropQueue, queue_policy
 from .parse import FilterSpec
 from .stats import COUNT_CHANGING, RunStats, StageStats
 from .stop import current_stop
@@ -60,6 +62,9 @@ class Pipeline:
         tail = _output_format_tail(sink)
         self.stages = build_stages(chain, tail=tail)
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
+        self.stats.input_live = bool(getattr(source, "live", False))
+        #: A live input's queue before the chain, with its drop policy (graph.livequeue)
+        self._queue: DropQueue[Frame] | None = None
         for side in sink.sides if sink is not None else ():
             # streams around the chain: fed by the demuxer that reads the video, on its thread
             # (registered before anything reads the input: autorotation decodes a frame ahead; the
@@ -87,6 +92,7 @@ class Pipeline:
             if stop is not None and stop.is_set():
                 raise KeyboardInterrupt  # another thread took the SIGINT: stop as on Ctrl-C
             self.stats.frames_read += 1
+            frame.side_data.arrival = time.monotonic()  # end-to-end latency starts here (graph.latency)
             yield frame
         self._eof = True
 
@@ -173,7 +179,12 @@ class Pipeline:
     def frames(self) -> Generator[Frame, None, None]:
         """The frames leaving the chain, in order; closes everything when exhausted or closed."""
         it: Iterator[Frame] = self._read()
-        if self.threaded:
+        policy = queue_policy(self.source, QUEUE_DEPTH)
+        if policy is not None:  # a live input: read at its pace into the drop queue, on a thread always
+            self._queue = DropQueue(policy[1], policy[0], name=getattr(self.source, "name", ""))
+            it = self._reader = prefetch(it, policy[1], name="avdnn-live", channel=self._queue)
+            it = self._consumed(it)
+        elif self.threaded:
             it = self._reader = prefetch(it, QUEUE_DEPTH, name="avdnn-decode")
             it = self._consumed(it)
         for i in range(len(self.stages)):
@@ -288,10 +299,18 @@ class Pipeline:
         except AvdnnError as exc:
             self.stats.output_failed[exc.message] = 1
             raise
+        if frame.side_data.arrival is not None:
+            self.stats.latency.add(time.monotonic() - frame.side_data.arrival)
+        self._sync_drops()  # the progress line shows them as they happen
         self.stats.frames_written = sink.frames_written
         if progress is not None:
             progress(self.stats, frame)
         return self.max_frames is None or sink.packets_encoded < self.max_frames
+
+    def _sync_drops(self) -> None:
+        queue = self._queue
+        if queue is not None and queue.dropped:
+            self.stats.input_dropped[queue.cause] = queue.dropped
 
     def _start_empty(self, sink: Sink) -> None:
         """No frame reached the sink: open it from the chain's negotiated output, as ffmpeg does."""
@@ -322,8 +341,12 @@ class Pipeline:
             return
         self._closed = True
         if self._reader is not None:
+            interrupt = getattr(self.source, "interrupt", None)
+            if interrupt is not None:
+                interrupt()  # a live input waiting to be reopened stops waiting
             self._reader.close()  # joins the decoder thread before the input is closed
-            self.stats.read_ahead = self.stats.frames_read - self._taken
+            self._sync_drops()
+            self.stats.read_ahead = self.stats.frames_read - self._taken - sum(self.stats.input_dropped.values())
         first: BaseException | None = None
         if (
             self.sink is not None

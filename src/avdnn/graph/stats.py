@@ -7,7 +7,9 @@ Every stage of the chain counts the frames it took and gave; what it drops or ad
   frame count by design (``fps``, ``select``, ``trim``, ``tpad``...; :data:`COUNT_CHANGING`);
 * avdnn filters count their failures by cause (and declare any drops in ``dropped``);
 * the output declares its video-sync drops and duplicates, frames past ``-t``, and frames past
-  ``-frames:v``.
+  ``-frames:v``;
+* a live input declares the frames its drop policy dropped before the chain (``input_dropped``,
+  graph.livequeue), so ``read = written + failed + dropped`` holds for it too.
 
 Conservation, per stage: ``in + added == out + failed + dropped + in_flight``, where a frame is
 "in flight" only when the run stopped before the end of its input (an error, ``-frames:v``, a
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import AvdnnError
 from ..media.sidepath import StreamStats
+from .latency import Latency
 
 #: libavfilter filters that drop, add or regroup frames by design.
 COUNT_CHANGING = frozenset(
@@ -139,6 +142,12 @@ class RunStats:
     input_complete: bool = False
     #: The other inputs of a -filter_complex graph's core, each with its own chain (graph.multigraph).
     graph_inputs: list[RunStats] = field(default_factory=list)
+    #: Whether the input is live (network, device, -re): its drops, reconnects and latency are shown.
+    input_live: bool = False
+    #: Frames the input's queue dropped before the chain, by cause (-live_drop, graph.livequeue).
+    input_dropped: dict[str, int] = field(default_factory=dict)
+    #: Seconds from a frame leaving the input to the output taking it (graph.latency).
+    latency: Latency = field(default_factory=Latency)
 
     @property
     def failures(self) -> dict[str, int]:
@@ -164,7 +173,7 @@ class RunStats:
     @property
     def frames_dropped(self) -> dict[str, int]:
         """Frames dropped by design, by who dropped them."""
-        out: dict[str, int] = {}
+        out: dict[str, int] = {k: v for k, v in self.input_dropped.items() if v}
         for stage in self.stages:
             for who, n in stage.dropped.items():
                 out[who] = out.get(who, 0) + n
@@ -206,8 +215,8 @@ class RunStats:
                     f"dropped {sum(stage.dropped.values())}, added {sum(stage.added.values())}, "
                     f"in flight {stage.in_flight}"
                 )
+        entering = self.frames_read - self.read_ahead - sum(self.input_dropped.values())
         if self.stages:
-            entering = self.frames_read - self.read_ahead
             if self.stages[0].frames_in != entering:
                 bad.append(f"the chain took {self.stages[0].frames_in} frame(s) but {entering} left the input")
             for a, b in zip(self.stages, self.stages[1:], strict=False):
@@ -216,7 +225,7 @@ class RunStats:
         # After the output itself failed (a broken pipe, a full disk) what reached it is not known packet
         # by packet (the muxer buffers): the output side is reported, not checked.
         if (self.output_in or self.over_limit) and not self.output_failed:
-            given = self.stages[-1].frames_out if self.stages else self.frames_read - self.read_ahead
+            given = self.stages[-1].frames_out if self.stages else entering
             taken = self.frames_written + self.sink_dropped + self.sink_past_time + sum(self.output_failed.values())
             if given != self.output_in + self.over_limit:
                 bad.append(
@@ -252,6 +261,8 @@ class RunStats:
         """Human-readable accounting, one fact per line."""
         failed = self.failures
         lines = [f"frames: read {self.frames_read}, written {self.frames_written}, failed {sum(failed.values())}"]
+        if self.input_live:
+            lines[0] += f", dropped {sum(self.frames_dropped.values())}"
         lines += [f"  failed in {k}: {v}" for k, v in failed.items()]
         lines += [f"  dropped by {k}: {v}" for k, v in self.frames_dropped.items()]
         lines += [f"  added by {k}: {v}" for k, v in self.frames_added.items()]
@@ -267,6 +278,7 @@ class RunStats:
                 f"  input: {ic.get('decode_errors', 0)} decode error(s) (packets that gave no frame"
                 f"{': ' + causes if causes else ''}), {ic.get('frames_concealed', 0)} frame(s) concealed"
             )
+        lines += self._live_lines()
         for k, sub in enumerate(self.graph_inputs, start=1):
             lines.append(f"graph input #{k}: read {sub.frames_read}, into the graph {sub.output_in}")
             lines += [f"  failed in {w}: {n}" for w, n in sub.failures.items()]
@@ -281,6 +293,25 @@ class RunStats:
         if self.error is not None:
             lines.append(f"  stopped by error: {self.error.oneline()}")
         return "\n".join(lines)
+
+    def _live_lines(self) -> list[str]:
+        """A live input's reconnects and the run's latency (only for a live input)."""
+        if not self.input_live:
+            return []
+        ic, out = self.input_counters, []
+        if ic.get("reconnects"):
+            lost = f", {ic['frames_lost']} frame(s) lost by timestamps" if ic.get("frames_lost") else ""
+            out.append(
+                f"  input: reopened {ic['reconnects']} time(s), {ic.get('gap_ms', 0) / 1000:.1f} s without frames{lost}"
+            )
+        lat = self.latency
+        if lat.count:
+            p50, p95 = lat.percentile(50) or 0.0, lat.percentile(95) or 0.0
+            out.append(
+                f"  latency (input to output): p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
+                f"max {lat.max * 1000:.0f} ms"
+            )
+        return out
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -307,6 +338,9 @@ class RunStats:
             ],
             "input": dict(self.input_counters),
             "graph_inputs": [sub.as_dict() for sub in self.graph_inputs],
+            "input_live": self.input_live,
+            "input_dropped": dict(self.input_dropped),
+            "latency": self.latency.as_dict(),
             "violations": self.violations(),
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.oneline()},
         }

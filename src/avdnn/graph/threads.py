@@ -80,13 +80,14 @@ class Channel(Generic[T]):
             return len(self._items)
 
 
-def prefetch(source: Iterator[T], depth: int, *, name: str) -> Iterator[T]:
+def prefetch(source: Iterator[T], depth: int, *, name: str, channel: Channel[T] | None = None) -> Iterator[T]:
     """Run ``source`` on its own thread, ``depth`` items ahead of the consumer.
 
     Closing the returned generator cancels the producer and joins its thread, so whoever
-    owns the underlying resource can close it safely afterwards.
+    owns the underlying resource can close it safely afterwards. ``channel`` replaces the
+    plain bounded channel (a live input's drop queue, graph.livequeue).
     """
-    chan: Channel[T] = Channel(depth)
+    chan: Channel[T] = channel if channel is not None else Channel(depth)
 
     def produce() -> None:
         try:

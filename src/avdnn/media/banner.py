@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from .._util_redact import redact_url
 from .libav import _find
 
 __all__ = ["GraphMapping", "announce_output", "dump_format", "stream_mapping", "version_header"]
@@ -179,4 +180,5 @@ def announce_output(source: Any, sink: Any, graph: GraphMapping | None = None) -
             ctx = side.stream.codec_context
             rows.append((side.input_file, side.stream.index, i, ctx.name if ctx is not None else None, enc))
     sys.stderr.write(stream_mapping(rows, graph=graph, video=at) + "\n")
-    sink.on_header = lambda container: dump_format(container, 0, sink.name, output=True)
+    name = redact_url(sink.name)  # an output URL's credentials are never shown either
+    sink.on_header = lambda container: dump_format(container, 0, name, output=True)

@@ -38,7 +38,7 @@ class CompanionInput:
         sink.before_sides_end.append(self.finish)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"avdnn-demux-{self.source.url}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"avdnn-demux-{self.source.name}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
@@ -60,7 +60,7 @@ class CompanionInput:
         except AvdnnError as exc:
             self.error = exc
         except (av.FFmpegError, OSError) as exc:
-            self.error = from_av_error(exc, file=self.source.url)
+            self.error = from_av_error(exc, file=self.source.name)
             self.error.__cause__ = exc
         except BaseException as exc:  # noqa: BLE001 - a bug: re-raised on the run's thread by finish()
             self.error = exc

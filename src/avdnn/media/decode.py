@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import FFMPEG_ERROR_RATE_EXCEEDED, InvalidDataError, from_av_error
+from ..errors import FFMPEG_ERROR_RATE_EXCEEDED, InvalidArgumentError, InvalidDataError, from_av_error
 
 log = logging.getLogger("avdnn")
 
@@ -51,23 +51,30 @@ class VideoDecoder:
         options: dict[str, str] | None = None,
         file: str | None = None,
     ) -> None:
-        ctx = stream.codec_context
-        if threads == "auto" or int(threads) != 1:
-            ctx.thread_type = "AUTO"
-            if threads != "auto" and int(threads) > 0:
-                ctx.thread_count = int(threads)
-        else:
-            ctx.thread_count = 1
-        if options:
-            ctx.options = {**ctx.options, **options}  # read when PyAV opens the decoder, on first use
-        self.codec_context = ctx
-        self.time_base = stream.time_base
+        self._threads = threads
+        self._options = options
+        self.rebind(stream)
         self.xerror = xerror
         self.file = file
         self.frames_decoded = 0
         self.frames_concealed = 0
         self.packets_corrupt = 0
         self.errors: dict[str, int] = {"send_packet": 0, "receive_frame": 0, "corrupt_frame": 0}
+
+    def rebind(self, stream: Any) -> None:
+        """Decode ``stream`` from now on (a reopened live input), keeping the counters."""
+        ctx = stream.codec_context
+        threads = self._threads
+        if threads == "auto" or int(threads) != 1:
+            ctx.thread_type = "AUTO"
+            if threads != "auto" and int(threads) > 0:
+                ctx.thread_count = int(threads)
+        else:
+            ctx.thread_count = 1
+        if self._options:
+            ctx.options = {**ctx.options, **self._options}  # read when PyAV opens the decoder, on first use
+        self.codec_context = ctx
+        self.time_base = stream.time_base
 
     @property
     def decode_errors(self) -> int:
@@ -131,3 +138,24 @@ class VideoDecoder:
                 f"Decode error rate {rate:g} exceeds maximum {max_error_rate:g}",
                 file=self.file,
             )
+
+
+#: ffmpeg's -discard values (AVDiscard constants) by PyAV's names for them.
+_DISCARD = {
+    "none": "none",
+    "default": "default",
+    "noref": "nonref",
+    "bidir": "bidir",
+    "nointra": "nonintra",
+    "nokey": "nonkey",
+    "all": "all",
+}
+
+
+def discard_value(value: str) -> Any:
+    """ffmpeg's ``-discard VALUE`` as PyAV's AVDiscard constant."""
+    import av.stream
+
+    if value not in _DISCARD:
+        raise InvalidArgumentError(f'Unable to parse option value "{value}"', option="discard")
+    return av.stream.Discard[_DISCARD[value]]

@@ -33,9 +33,11 @@ class SideData:
 
     detections: Any = None
     metadata: dict[str, str] = field(default_factory=dict)
+    #: time.monotonic() when the frame left the input (the run's end-to-end latency starts there).
+    arrival: float | None = None
 
     def copy(self) -> SideData:
-        return SideData(self.detections, dict(self.metadata))
+        return SideData(self.detections, dict(self.metadata), self.arrival)
 
 
 class Frame:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
+import time
 import weakref
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
@@ -21,12 +23,14 @@ from fractions import Fraction
 from typing import Any, cast
 
 from ..errors import AvdnnError, InvalidArgumentError, NotFoundError, from_av_error
-from .decode import DEFAULT_MAX_ERROR_RATE, VideoDecoder
+from .decode import DEFAULT_MAX_ERROR_RATE, VideoDecoder, discard_value
 from .frame import Frame
 from .framedata import display_matrix
 from .ingraph import FilterList, InputFilters
+from .live import LiveOptions, LiveStats, is_live, is_network, open_input, redact_url
+from .reopen import InputLost, live_packets, reopen
 from .rotate import Matrix, autorotate_filters, matrix_from_options, swaps_axes
-from .timing import AV_TIME_BASE, Pacer, check_readrate, parse_time, rescale
+from .timing import AV_TIME_BASE, Pacer, check_readrate, parse_time, recording_time, rescale
 
 log = logging.getLogger("avdnn")
 _US = Fraction(1, AV_TIME_BASE)
@@ -67,7 +71,10 @@ class Source:
     * ``xerror``: ``-xerror``, the first decode error ends the input; ``max_error_rate``:
       ``-max_error_rate``, checked when the input ends (:class:`ErrorRateExceededError`);
     * ``discard``: ``-discard`` for the video stream (``none``, ``default``, ``noref``,
-      ``bidir``, ``nointra``, ``nokey``, ``all``).
+      ``bidir``, ``nointra``, ``nokey``, ``all``);
+    * ``reconnect_attempts``, ``reconnect_delay``, ``live_timeout``, ``live_drop``,
+      ``live_queue``: a live input's bounds, reopening and drop policy (:mod:`.live`,
+      docs/live.md); :attr:`live` says whether the input is live.
 
     Counters for the run's accounting: :attr:`errors` (by cause), :attr:`frames_concealed`,
     :attr:`packets_corrupt`, :attr:`decode_errors`, :attr:`frames_decoded`,
@@ -99,13 +106,18 @@ class Source:
         max_error_rate: float = DEFAULT_MAX_ERROR_RATE,
         discard: str | None = None,
         video: bool = True,
+        reconnect_attempts: int = 3,
+        reconnect_delay: float = 1.0,
+        live_timeout: float = 5.0,
+        live_drop: str | None = None,
+        live_queue: int | None = None,
     ) -> None:
-        import av
-
         self.url = url
+        #: The URL as avdnn shows it: its credentials redacted (see avdnn._util_redact).
+        self.name = redact_url(url)
         self.format = format
         self._seek_us = parse_time(seek, "ss")
-        self._recording_us = _recording_time(self._seek_us, parse_time(duration, "t"), parse_time(to, "to"))
+        self._recording_us = recording_time(self._seek_us, parse_time(duration, "t"), parse_time(to, "to"))
         if not 0.0 <= max_error_rate <= 1.0:
             raise InvalidArgumentError(f"max_error_rate {max_error_rate} out of range [0 - 1]", option="max_error_rate")
         check_readrate(readrate, readrate_initial_burst)
@@ -113,14 +125,14 @@ class Source:
             url = "pipe:" if url == "-" else url
         elif format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
             raise NotFoundError("No such file or directory", file=url)
-        try:
-            self._container: Any = av.open(url, "r", format=format, options=options or {})
-        except AvdnnError:
-            raise
-        except (av.FFmpegError, OSError) as exc:
-            raise from_av_error(exc, file=url) from exc
-        except ValueError as exc:  # PyAV: unknown format name
-            raise InvalidArgumentError(f"Unknown input format: '{format}'", file=url) from exc
+        self.live_options = LiveOptions(reconnect_attempts, reconnect_delay, live_timeout, live_drop, live_queue)
+        self._open_args: dict[str, Any] = {"format": format, "options": options, "live": self.live_options}
+        self._container: Any = open_input(url, **self._open_args)
+        self.live_stats = LiveStats()
+        self._stop = threading.Event()  # the run is ending: no more waiting to reopen
+        self._gap_from: float | None = None
+        self._last_in = [0.0]  # when the last packet arrived (media.reopen: the gap starts there)
+        self._retired: list[Any] = []  # containers of the sessions before a reopening (media.reopen)
         #: Packets of the streams that go around the chain, by input stream index (see media.sidepath).
         self.side_handlers: dict[int, Callable[[Any], None]] = {}
         #: Called once the demuxer is at its end (the side streams flush their decoders).
@@ -132,7 +144,7 @@ class Source:
             "threads": threads,
             "xerror": xerror,
             "options": decoder_options,
-            "file": url,
+            "file": self.name,
         }
         self._discard = discard
         self._stream: Any = None
@@ -146,6 +158,10 @@ class Source:
         self.stream_loop = stream_loop
         rate = 1.0 if realtime else readrate  # ffmpeg: -re is -readrate 1; -readrate 0 does not pace
         self._pacer = Pacer(rate, readrate_initial_burst) if rate else None
+        #: Whether the input arrives at its own pace (network, device, -re): media.live.is_live.
+        self.live = is_live(url, format, self._container, paced=bool(rate))
+        #: A live network input: read with bounds and reopened when lost (media.reopen).
+        self._network = self.live and is_network(url, format)
         self.autorotate = autorotate
         self._override: Matrix | None = None
         if display_rotation is not None or display_hflip or display_vflip:
@@ -199,7 +215,7 @@ class Source:
         if stream is not self._stream:
             self._stream = stream
             if self._discard is not None:
-                stream.discard = _discard(self._discard)
+                stream.discard = discard_value(self._discard)
             self.decoder = VideoDecoder(stream, **self._decoder_args)
         self.video = True
 
@@ -271,6 +287,7 @@ class Source:
             "decode_errors": self.decode_errors,
             "packets_corrupt": self.packets_corrupt,
             **{f"errors.{k}": v for k, v in self.errors.items()},
+            **(self.live_stats.counters() if self._network else {}),
         }
 
     @property
@@ -335,14 +352,25 @@ class Source:
     def _generate(self) -> Generator[Frame, None, None]:
         import av
 
-        stream = self._stream
-        tb = Fraction(stream.time_base or _US) if stream is not None else _US
-        sar = Fraction(stream.sample_aspect_ratio) if stream is not None and stream.sample_aspect_ratio else None
-        base = rescale(self._offset_us, _US, tb) if self._offset_us else 0
         loops_left = self.stream_loop
         try:
             while True:
-                yield from Source._one_pass(self, tb, base + self._looped(tb), sar)
+                stream = self._stream  # a reopened live input has new streams
+                tb = Fraction(stream.time_base or _US) if stream is not None else _US
+                sar = (
+                    Fraction(stream.sample_aspect_ratio) if stream is not None and stream.sample_aspect_ratio else None
+                )
+                offset = (rescale(self._offset_us, _US, tb) if self._offset_us else 0) + self._looped(tb)
+                try:
+                    yield from Source._one_pass(self, tb, offset, sar)
+                except InputLost as lost:  # a network input failed or stalled: its frames so far, then reopen
+                    if self.decoder is not None:
+                        for av_frame in self.decoder.flush():
+                            yield from Source._emit(self, av_frame, offset, sar)
+                    reopen(self, lost.error)
+                    continue
+                if self._network and not self._trim_done() and not self._sides_finished() and reopen(self, None):
+                    continue  # the sender went away (end of stream): a live input is reopened
                 if loops_left == 0 or self._max_pts is None or self._trim_done() or self._sides_finished():
                     break
                 loops_left -= 1 if loops_left > 0 else 0
@@ -354,7 +382,7 @@ class Source:
         except AvdnnError:
             raise
         except (av.FFmpegError, OSError) as exc:
-            raise from_av_error(exc, file=self.url).with_context(pts=None) from exc
+            raise from_av_error(exc, file=self.name).with_context(pts=None) from exc
         if self.decoder is not None:
             self.decoder.check_error_rate(self.max_error_rate)
 
@@ -398,7 +426,10 @@ class Source:
         if not streams:
             return
         video_done = False
-        for packet in self._container.demux(*streams):
+        packets = self._container.demux(*streams)
+        if self._network:  # its failures and stalls end the pass as InputLost (reopened by _generate)
+            packets = live_packets(packets, self.name, self.live_options.live_timeout, self._last_in)
+        for packet in packets:
             if packet.dts is None and packet.pts is None and packet.size == 0:
                 if packet.stream.index != video:
                     self.side_handlers[packet.stream.index](packet)
@@ -454,7 +485,7 @@ class Source:
                     return
             self._end_sides()
         except (av.FFmpegError, OSError) as exc:
-            raise from_av_error(exc, file=self.url) from exc
+            raise from_av_error(exc, file=self.name) from exc
 
     def _end_sides(self) -> None:
         ends, self.side_ends = self.side_ends, []
@@ -505,6 +536,9 @@ class Source:
         frame = Frame.from_av(av_frame)
         frame.sample_aspect_ratio = self._out_sar
         self.frames_read += 1
+        if self._gap_from is not None:  # the first frame after a reopening: the gap ends
+            self.live_stats.gap_seconds += time.monotonic() - self._gap_from
+            self._gap_from = None
         if self._filters is not None and self._filters.filters:
             self._passed += 1
         return frame
@@ -526,9 +560,14 @@ class Source:
         except av.FFmpegError:
             if fatal:
                 raise
-            log.warning("%s: could not seek to position %.3f", self.url, ts / AV_TIME_BASE)
+            log.warning("%s: could not seek to position %.3f", self.name, ts / AV_TIME_BASE)
+
+    def interrupt(self) -> None:
+        """The run is ending: a wait to reopen a lost live input ends now (called from any thread)."""
+        self._stop.set()
 
     def close(self) -> None:
+        self._stop.set()
         # Park the decoder's frame threads first, with the GIL released (flush_buffers is nogil):
         # freeing a frame-threaded decoder from a dealloc holds the GIL while it joins workers,
         # and a worker logging through PyAV's Python log callback then deadlocks (seen with
@@ -541,41 +580,11 @@ class Source:
             with contextlib.suppress(ValueError):  # still running on a reader thread: it ends by itself
                 gen.close()
         self._container.close()
+        for old in self._retired:
+            old.close()
 
     def __enter__(self) -> Source:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-#: ffmpeg's -discard values (AVDiscard constants) by PyAV's names for them.
-_DISCARD = {
-    "none": "none",
-    "default": "default",
-    "noref": "nonref",
-    "bidir": "bidir",
-    "nointra": "nonintra",
-    "nokey": "nonkey",
-    "all": "all",
-}
-
-
-def _discard(value: str) -> Any:
-    import av.stream
-
-    if value not in _DISCARD:
-        raise InvalidArgumentError(f'Unable to parse option value "{value}"', option="discard")
-    return av.stream.Discard[_DISCARD[value]]
-
-
-def _recording_time(seek: int | None, duration: int | None, to: int | None) -> int | None:
-    """ffmpeg's input recording_time: -t, else -to less -ss; -to before -ss is refused."""
-    if duration is not None:
-        return duration
-    if to is None:
-        return None
-    start = seek or 0
-    if to <= start:
-        raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
-    return to - start

@@ -108,3 +108,15 @@ class Pacer:
         allowed = self._first + self.rate * (now - self._start) + self.burst
         if ts > allowed:
             self._sleep(ts - allowed)  # as readrate_sleep: the lead in media time, slept once
+
+
+def recording_time(seek: int | None, duration: int | None, to: int | None) -> int | None:
+    """ffmpeg's input recording_time: -t, else -to less -ss; -to before -ss is refused."""
+    if duration is not None:
+        return duration
+    if to is None:
+        return None
+    start = seek or 0
+    if to <= start:
+        raise InvalidArgumentError("-to value smaller than -ss; aborting.", option="to")
+    return to - start

@@ -1,0 +1,291 @@
+"""Live inputs read from a real ffmpeg on loopback: TCP, UDP, a server restarted mid-run, a dead address.
+
+The server is the oracle ffmpeg sending a clip at its native rate (``-re``); what avdnn
+writes is compared frame by frame (md5 of the decoded pictures) with the oracle's decode of
+the very clip served. These runs use ``-live_drop none`` (lossless): on a loaded machine the
+default policy may rightly drop frames, which test_live_drop.py is about. No RTSP server installs
+from PyPI or Debian here, so the RTSP test has avdnn listen (``-rtsp_flags listen``, libavformat's
+own RTSP server side) while ffmpeg publishes to it.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from live_util import Server, frame_hashes, framemd5_rows, free_port, tcp_listening, udp_bound
+
+import avdnn
+
+
+def _serve_tcp(ffmpeg: str, clip: Path) -> tuple[Server, str]:
+    port = free_port()
+    server = Server(ffmpeg, clip, f"tcp://127.0.0.1:{port}?listen=1")
+    tcp_listening(port)
+    return server, f"tcp://127.0.0.1:{port}"
+
+
+def test_tcp_stream_at_native_rate_is_read_whole(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "tcp.framemd5"
+    server, url = _serve_tcp(ffmpeg, served["b"])
+    with server:
+        stats = avdnn.run(
+            url, "", output=str(out), format="framemd5", source_options={"reconnect_attempts": 0, "live_drop": "none"}
+        )
+    assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["b"])
+    assert stats.input_live and stats.frames_written == stats.frames_read == 30
+    assert stats.input_dropped == {} and stats.check(), stats.violations()
+    assert stats.latency.count == 30 and stats.latency.percentile(95) is not None
+    assert "latency (input to output): p50" in stats.summary()
+
+
+def test_udp_stream_is_read_whole_and_its_silence_ends_the_run(
+    ffmpeg: str, served: dict[str, Path], tmp_path: Path
+) -> None:
+    """UDP has no end of stream: the sender's silence is a stall, -live_timeout ends it (one line, non-zero)."""
+    port = free_port(socket.SOCK_DGRAM)
+    out = tmp_path / "udp.framemd5"
+    argv = ["-hide_banner", "-nostats", "-live_timeout", "2", "-reconnect_attempts", "0", "-live_drop", "none"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "avdnn", *argv, "-i", f"udp://127.0.0.1:{port}", "-f", "framemd5", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        udp_bound(port)
+        with Server(ffmpeg, served["a"], f"udp://127.0.0.1:{port}?pkt_size=1316") as server:
+            assert server.wait() == 0
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0
+    assert f"udp://127.0.0.1:{port}" in err and "no data for 2 s (-live_timeout)" in err
+    assert "Traceback" not in err
+    assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["a"])  # finished cleanly, whole
+
+
+def test_tcp_server_restarted_mid_run_is_reopened(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
+    """Killed after some frames, a new server on the same port: one run, both sessions, time going on."""
+    out = tmp_path / "restart.framemd5"
+    started = threading.Event()
+    result: dict[str, Any] = {}
+
+    def progress(stats: Any, frame: Any) -> None:
+        if stats.frames_written >= 10:
+            started.set()
+
+    def run(url: str) -> None:
+        try:
+            result["stats"] = avdnn.run(
+                url,
+                "",
+                output=str(out),
+                format="framemd5",
+                source_options={"reconnect_attempts": 8, "reconnect_delay": 0.25, "live_drop": "none"},
+                progress=progress,
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            result["error"] = exc
+
+    first, url = _serve_tcp(ffmpeg, served["a"])
+    port = int(url.rsplit(":", 1)[1])
+    thread = threading.Thread(target=run, args=(url,))
+    with first:
+        thread.start()
+        assert started.wait(30), result
+    with Server(ffmpeg, served["b"], f"tcp://127.0.0.1:{port}?listen=1"):
+        thread.join(60)
+    if "error" in result:
+        raise result["error"]
+    stats = result["stats"]
+    rows = framemd5_rows(out)
+    pts = [p for p, _ in rows]
+    assert pts == sorted(set(pts)), "timestamps went back after the reconnect"
+    a, b = frame_hashes(ffmpeg, served["a"]), frame_hashes(ffmpeg, served["b"])
+    got = [h for _, h in rows]
+    assert got[-len(b) :] == b  # the second session whole
+    head = got[: -len(b)]
+    assert 10 <= len(head) < len(a) and head[:-1] == a[: len(head) - 1]  # the first one up to the kill
+    assert stats.input_counters["reconnects"] == 1 and stats.input_counters["gap_ms"] > 0
+    assert stats.frames_written == stats.frames_read == len(got) and stats.check(), stats.violations()
+    assert "input: reopened 1 time(s)" in stats.summary()
+
+
+def test_stalled_sender_is_reopened_and_a_running_clock_counts_the_lost_frames(
+    ffmpeg: str, served: dict[str, Path], tmp_path: Path
+) -> None:
+    """The sender stops sending (SIGSTOP: the connection stays open): -live_timeout sees the stall.
+
+    The second sender's clock runs on from the first one's (``-output_ts_offset 2``: where the
+    first clip would have ended), so its timestamps are kept and the frames in the hole counted.
+    """
+    out = tmp_path / "stall.framemd5"
+    started = threading.Event()
+    result: dict[str, Any] = {}
+
+    def run(url: str) -> None:
+        try:
+            result["stats"] = avdnn.run(
+                url,
+                "",
+                output=str(out),
+                format="framemd5",
+                fps_mode="passthrough",
+                source_options={
+                    "live_timeout": 1,
+                    "reconnect_attempts": 8,
+                    "reconnect_delay": 0.25,
+                    "live_drop": "none",
+                },
+                progress=lambda stats, frame: started.set() if stats.frames_written >= 10 else None,
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            result["error"] = exc
+
+    first, url = _serve_tcp(ffmpeg, served["a"])
+    port = int(url.rsplit(":", 1)[1])
+    thread = threading.Thread(target=run, args=(url,))
+    with first:
+        thread.start()
+        assert started.wait(30), result
+        first.proc.send_signal(signal.SIGSTOP)
+        second = Server(ffmpeg, served["b"], f"tcp://127.0.0.1:{port}?listen=1", extra=["-output_ts_offset", "2"])
+        with second:
+            thread.join(60)
+        first.proc.send_signal(signal.SIGCONT)
+    if "error" in result:
+        raise result["error"]
+    stats = result["stats"]
+    b = frame_hashes(ffmpeg, served["b"])
+    rows = framemd5_rows(out)
+    assert [h for _, h in rows[-len(b) :]] == b
+    head = rows[: -len(b)]
+    assert 10 <= len(head) < 60
+    counters = stats.input_counters
+    assert counters["reconnects"] == 1 and counters["gap_ms"] >= 1000  # at least the stall's second
+    assert counters["frames_lost"] == 60 - len(head)  # the rest of the first clip, by its timestamps
+    assert abs(rows[-len(b)][0] - 60) <= 1  # the second session at 2 s on the first one's clock
+    pts = [p for p, _ in rows]
+    assert pts == sorted(set(pts)) and stats.check(), stats.violations()
+    assert "no data for 1 s (-live_timeout)" not in stats.summary()  # reopened: not an error
+
+
+def test_dead_address_ends_with_one_line(avdnn_subprocess: Any) -> None:
+    """The issue's check: nothing listening, default options: one line, non-zero, well within 30 s."""
+    res = avdnn_subprocess(["-hide_banner", "-i", "tcp://127.0.0.1:9", "-f", "null", "-"], timeout=30)
+    assert res.rc != 0
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1 and "tcp://127.0.0.1:9" in lines[0] and "Connection refused" in lines[0], res.err
+
+
+def test_credentials_never_shown(ffmpeg: str, served: dict[str, Path], tmp_path: Path, avdnn_subprocess: Any) -> None:
+    """A URL with a password and a passphrase: banner, progress, logs, errors, JSONL and -progress redacted."""
+    server, url = _serve_tcp(ffmpeg, served["b"])
+    secret_url = url.replace("tcp://", "tcp://admin:s3cret@") + "?passphrase=hunter22"
+    jsonl, progress = tmp_path / "out.jsonl", tmp_path / "progress.txt"
+    argv = ["-v", "verbose", "-stats", "-progress", str(progress), "-reconnect_attempts", "0", "-i", secret_url]
+    with server:
+        res = avdnn_subprocess([*argv, "-vf", f"metadata_jsonl=file={jsonl}", "-f", "null", "-"], timeout=60)
+    assert res.rc == 0, res.err
+    shown = res.err + jsonl.read_text() + progress.read_text()
+    assert "s3cret" not in shown and "hunter22" not in shown
+    assert f"from '{url.replace('tcp://', 'tcp://admin:***@')}?passphrase=***'" in res.err  # the banner
+    dead = f"rtsp://admin:s3cret@127.0.0.1:{free_port()}/stream"
+    res = avdnn_subprocess(["-v", "debug", "-reconnect_delay", "0", "-i", dead, "-f", "null", "-"], timeout=30)
+    assert res.rc != 0 and "s3cret" not in res.err and "rtsp://admin:***@127.0.0.1" in res.err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("-listen", "1"), ("-timeout", "1000000"), ("-rw_timeout", "500000"), ("-rtsp_transport", "tcp")],
+)
+def test_protocol_options_still_reach_the_protocol(flag: str, value: str) -> None:
+    """avdnn's live options take none of the protocols' AVOption names (http's -reconnect* neither)."""
+    from avdnn.cliargs import parse_args
+
+    argv = [flag, value, "-reconnect_streamed", "1", "-live_timeout", "3", "-live_drop", "none", "-i", "tcp://h:1"]
+    args = parse_args([*argv, "-f", "null", "-"])
+    assert args.input_options == {flag[1:]: value, "reconnect_streamed": "1"}
+    assert args.source_options == {"live_timeout": 3.0, "live_drop": "none"}
+
+
+def test_rtsp_published_by_ffmpeg_to_avdnn_listening(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
+    """No RTSP server installs here, so avdnn is the RTSP listener (-rtsp_flags listen) and ffmpeg publishes."""
+    port = free_port()
+    out = tmp_path / "rtsp.framemd5"
+    url = f"rtsp://admin:s3cret@127.0.0.1:{port}/live"
+    argv = [
+        "-stats",
+        "-rtsp_flags",
+        "listen",
+        "-listen_timeout",
+        "20",
+        "-reconnect_attempts",
+        "0",
+        "-live_drop",
+        "none",
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "avdnn", *argv, "-i", url, "-f", "framemd5", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tcp_listening(port, deadline=20)
+        publish = [
+            ffmpeg,
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-nostdin",
+            "-re",
+            "-i",
+            str(served["b"]),
+            "-c",
+            "copy",
+        ]
+        res = subprocess.run(
+            [*publish, "-f", "rtsp", "-rtsp_transport", "tcp", f"rtsp://127.0.0.1:{port}/live"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert res.returncode == 0, res.stderr
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["b"])
+    assert "s3cret" not in err and f"from 'rtsp://admin:***@127.0.0.1:{port}/live'" in err
+
+
+def test_avdnn_listening_on_tcp_waits_for_its_sender(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
+    """``?listen=1`` passes through to tcp, and a listening input waits past -live_timeout for its peer."""
+    port = free_port()
+    out = tmp_path / "listen.framemd5"
+    argv = ["-hide_banner", "-nostats", "-live_timeout", "1", "-reconnect_attempts", "0", "-live_drop", "none"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "avdnn", *argv, "-i", f"tcp://127.0.0.1:{port}?listen=1", "-f", "framemd5", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        tcp_listening(port)
+        threading.Event().wait(1.5)  # longer than -live_timeout: the open must not give up meanwhile
+        send = [ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", "-re", "-i", str(served["b"]), "-c", "copy"]
+        res = subprocess.run([*send, "-f", "mpegts", f"tcp://127.0.0.1:{port}"], capture_output=True, timeout=30)
+        assert res.returncode == 0, res.stderr
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["b"])
