@@ -309,3 +309,14 @@ def test_all_is_sorted_and_complete() -> None:
     }
     assert public <= set(avdnn.__all__), public - set(avdnn.__all__)
     assert isinstance(avdnn.__version__, str)
+
+
+def test_output_options_without_an_output_are_refused(clip: dict[str, str]) -> None:
+    """Iterating frames consumes input 0 and the chain; an output's keyword is an error, never ignored."""
+    with pytest.raises(avdnn.InvalidArgumentError, match="map, more_inputs: output options") as info:
+        avdnn.run(clip["carphone"], "", more_inputs=[(clip["bigbuckbunny"], None, {})], map=["1:v"], frames=3)
+    assert info.value.option == "map"
+    with pytest.raises(avdnn.InvalidArgumentError, match="an, codec: output options"):
+        avdnn.open(clip["carphone"], an=True, codec="libx264")
+    frames = list(avdnn.run(clip["carphone"], "hflip", frames=2, map=[], fps_mode="auto"))  # defaults are fine
+    assert len(frames) == 2

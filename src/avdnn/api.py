@@ -20,7 +20,7 @@ from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError, NotSupportedError
 from .graph.complex import apply_complex, graph_mapping
 from .graph.multigraph import complex_pipeline
-from .graph.outputopts import check_output_options, fold_stream_options, output_size
+from .graph.outputopts import check_output_options, fold_stream_options, output_size, refuse_output_only
 from .graph.pipeline import Pipeline, ProgressFn
 from .graph.plan import StreamOptions
 from .graph.stats import RunStats
@@ -230,6 +230,9 @@ def run(
         return open_source(url, input_format=fmt, input_options=options, source_options=own)
 
     if output is None:
+        # every keyword is consumed or refused: frames handed to the caller come from input 0
+        # through the chain (or from the graph's inputs), so the output's options have no use
+        refuse_output_only(dict(locals()), graph=None if graph is None else graph.linear)
         source = open_source(
             input, input_format=input_format, input_options=input_options, source_options=source_options
         )

@@ -27,12 +27,16 @@ from .dnn.shared import InstanceScope, current_scope
 from .errors import AvdnnError, InvalidArgumentError
 from .graph.runstats import MultiRunStats, OutputResult
 from .graph.stats import RunStats
-from .graph.stop import stop_scope
+from .graph.stop import StopSignal, stop_scope
 from .graph.wiring import referenced_inputs
 from .media.frame import Frame
 from .media.live import is_network
 
 __all__ = ["Job", "MultiFrameStream", "OutputsFailedError", "open_many", "run_many"]
+
+#: Seconds the outputs get to finish after Ctrl-C; one still blocked in its input after that
+#: (a listening socket nobody connects to) is left behind, so the run ends as ffmpeg's does.
+STOP_GRACE = 3.0
 
 
 class OutputsFailedError(AvdnnError):
@@ -106,7 +110,7 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
     _refuse_shared_outputs(jobs)
     stats = MultiRunStats([OutputResult(k, job.output_name, _shown(job.inputs_read())) for k, job in enumerate(jobs)])
     bugs: list[BaseException] = []
-    stop = threading.Event()
+    stop = StopSignal()
     interrupt: KeyboardInterrupt | None = None
     with InstanceScope() as scope:  # DNN filters naming one model_instance share it across the outputs
         if len(jobs) == 1:  # one output: on the calling thread (the same driver, no thread to join)
@@ -125,7 +129,11 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
             except KeyboardInterrupt as exc:
                 interrupt = exc
                 stop.set()  # every output stops at its next frame and finishes its file
-                left.wait()
+                with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting at once
+                    left.wait(STOP_GRACE)
+                for result in stats.outputs:
+                    if not result.ended:  # blocked in its input (a listening socket, a read within its bound)
+                        result.interrupted = True
         stats.instance_lines = scope.summary()
     if bugs:
         with contextlib.suppress(AttributeError, TypeError):
@@ -141,7 +149,7 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
 
 
 def _drive(
-    job: Job, result: OutputResult, bugs: list[BaseException], stop: threading.Event, done: Callable[[], None]
+    job: Job, result: OutputResult, bugs: list[BaseException], stop: StopSignal, done: Callable[[], None]
 ) -> None:
     """One output, start to end; how it ended goes into ``result`` (bugs into ``bugs``), then ``done()``."""
     try:
@@ -158,6 +166,7 @@ def _drive(
         result.stats = getattr(exc, "stats", None)
         bugs.append(exc)
     finally:
+        result.ended = True
         done()
 
 
@@ -174,10 +183,10 @@ class _Countdown:
             self._left -= 1
             self._cond.notify_all()
 
-    def wait(self) -> None:
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until every output has ended (True), or ``timeout`` seconds have passed (False)."""
         with self._cond:
-            while self._left:
-                self._cond.wait()
+            return self._cond.wait_for(lambda: not self._left, timeout)
 
 
 def _shown(inputs: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -235,7 +244,7 @@ class MultiFrameStream:
         )
         self._merge = _Merge(depth, len(specs))
         self._bugs: list[BaseException] = []
-        self._stop = threading.Event()
+        self._stop = StopSignal()
         # one scope for the streams' shared model instances, entered in a context of its own
         # (not the caller's) that every stream's thread runs a copy of; left when all have ended
         self._scope = InstanceScope()

@@ -257,6 +257,45 @@ def test_run_many_stops_every_output_on_ctrl_c(clip: dict[str, str], tmp_path: P
         assert stats.check(), stats.violations()
 
 
+def test_ctrl_c_does_not_wait_for_an_output_blocked_in_its_input(clip: dict[str, str], tmp_path: Path) -> None:
+    """An output whose input listens for a sender that never comes cannot stop at a frame: after
+    Ctrl-C the run waits at most STOP_GRACE for it, and the other output's file is finished."""
+    import socket
+    import time
+
+    from avdnn import multi
+
+    with socket.socket() as probe:  # a free port, nobody sending to it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sent: list[float] = []
+
+    def interrupt(stats: avdnn.RunStats, frame: Frame) -> None:
+        if stats.frames_written == 10 and not sent:
+            sent.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)
+
+    jobs = [
+        avdnn.Job(
+            clip["carphone"],
+            output=str(tmp_path / "a.md5"),
+            format="framemd5",
+            source_options={"stream_loop": -1},
+            progress=interrupt,
+        ),
+        avdnn.Job(f"tcp://127.0.0.1:{port}?listen=1", output=str(tmp_path / "b.md5"), format="framemd5"),
+    ]
+    with pytest.raises(KeyboardInterrupt) as info:
+        avdnn.run_many(jobs)
+    waited = time.monotonic() - sent[0]
+    assert waited < multi.STOP_GRACE + 2, waited
+    report: avdnn.MultiRunStats = info.value.stats  # type: ignore[attr-defined]
+    first = report[0]
+    assert first is not None and first.check(), first.violations()
+    assert len(_lines((tmp_path / "a.md5").read_bytes())) == first.frames_written >= 10
+    assert report.outputs[1].interrupted and not report.outputs[1].ended
+
+
 def test_open_many_tags_frames_with_their_stream(clip: dict[str, str]) -> None:
     car, bbb = clip["carphone"], clip["bigbuckbunny"]
     sources = [(car, "scale=32:24"), (bbb, "scale=64:-2,trim=end_frame=40"), car]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 from ..errors import InvalidArgumentError
 from .plan import StreamOptions
@@ -78,3 +79,54 @@ def fold_stream_options(
             opts.per_stream.setdefault((key, "a"), str(number))
     opts.audio_filters = opts.audio_filters or audio_filters
     return opts
+
+
+#: The keywords of ``avdnn.run`` that only an output consumes, with their defaults.
+OUTPUT_ONLY: dict[str, Any] = {
+    "map": None,
+    "more_inputs": (),
+    "more_source_options": None,
+    "vn": False,
+    "an": False,
+    "sn": False,
+    "dn": False,
+    "format": None,
+    "codec": None,
+    "pix_fmt": None,
+    "rate": None,
+    "overwrite": None,
+    "bitexact": False,
+    "codec_options": None,
+    "fps_mode": "auto",
+    "progress": None,
+    "audio_codec": None,
+    "subtitle_codec": None,
+    "audio_bitrate": None,
+    "audio_rate": None,
+    "audio_channels": None,
+    "audio_filters": "",
+    "metadata": None,
+    "stream_options": None,
+    "start_time": None,
+    "recording_time": None,
+    "stop_time": None,
+    "format_options": None,
+    "size": None,
+}
+
+
+def refuse_output_only(given: dict[str, Any], *, graph: bool | None) -> None:
+    """Output keywords given to a run whose frames are iterated: an error naming them (never ignored).
+
+    ``graph``: None without -filter_complex; else whether the graph is one chain (a graph with
+    several inputs reads ``more_inputs``, and any graph has its own ``map``).
+    """
+    skip = set() if graph is None else {"map"} if graph else {"map", "more_inputs", "more_source_options"}
+    unset: tuple[Any, ...] = (None, False, "", (), [], {})
+    names = [k for k, default in OUTPUT_ONLY.items() if k not in skip and given.get(k) not in (default, *unset)]
+    if names:
+        raise InvalidArgumentError(
+            f"{', '.join(names)}: output options, but the run has no output (its frames are iterated); "
+            "give output=... or leave them out",
+            option=names[0],
+        )

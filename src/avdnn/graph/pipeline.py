@@ -83,6 +83,10 @@ class Pipeline:
         self._stopping = False
         #: the run's stop request when several outputs run on threads (graph.stop): Ctrl-C for all
         self._stop_request = current_stop()
+        #: an input waiting to be reopened stops waiting when the run stops (unregistered at close)
+        interrupt = getattr(source, "interrupt", None)
+        stop = self._stop_request
+        self._forget_stop = stop.on_set(interrupt) if stop is not None and interrupt is not None else None
 
     # -- frame flow -----------------------------------------------------------------------
 
@@ -340,6 +344,8 @@ class Pipeline:
         if self._closed:
             return
         self._closed = True
+        if self._forget_stop is not None:
+            self._forget_stop()
         if self._reader is not None:
             interrupt = getattr(self.source, "interrupt", None)
             if interrupt is not None:

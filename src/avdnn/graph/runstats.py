@@ -30,6 +30,8 @@ class OutputResult:
     kind: str = "output"
     #: The KeyboardInterrupt that stopped it (re-raised by the run, its traceback kept).
     stop_signal: BaseException | None = field(default=None, repr=False)
+    #: Its thread has ended (after Ctrl-C, one still blocked in its input is left behind).
+    ended: bool = False
 
     @property
     def failed(self) -> bool:
