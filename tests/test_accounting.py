@@ -205,3 +205,13 @@ def test_option_errors_before_anything_is_opened(tmp_path: Path) -> None:
         avdnn.run(missing, output=str(tmp_path / "o.mkv"), fps_mode="bogus")
     assert not (tmp_path / "o.mkv").exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_the_chain_stops_reading_when_the_output_trim_ends(clip: dict[str, str], tmp_path: Path) -> None:
+    """Output -t 2 of a 25 fps clip: the trim ffmpeg appends closes the graph after 50 frames, and
+    the input stops there (a few frames decoded ahead), instead of running the chain over the
+    rest of the clip for nothing (it once read 132 of the 132 frames)."""
+    out = tmp_path / "t.md5"
+    stats = avdnn.run(clip["bigbuckbunny"], "hflip", output=str(out), format="framemd5", recording_time=2, an=True)
+    assert stats.frames_written == 50 and stats.check(), stats.violations()
+    assert stats.frames_read <= 50 + 8, stats.summary()

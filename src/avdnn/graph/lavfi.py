@@ -164,7 +164,12 @@ class LavfiSegment:
         while True:
             try:
                 av_frame = self._graph.vpull()
-            except (av.BlockingIOError, av.EOFError):
+            except av.BlockingIOError:
+                return out
+            except av.EOFError:
+                # the graph's output closed (trim, -t, select's end): the segment takes no more
+                # frames, so the stages before it stop at once instead of filtering frames for nothing
+                self.finished = True
                 return out
             except av.FFmpegError as exc:
                 raise from_av_error(exc, filter=self.label) from exc
