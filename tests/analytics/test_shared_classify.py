@@ -4,6 +4,7 @@ streams on two threads batch together and come back to their own stream, box by 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,15 @@ def test_two_streams_classify_through_one_instance(tmp_path: Path) -> None:
         opts = {"model": model, "confidence": 0, "batch_size": 4, "model_instance": "cls", "batch_timeout": "1"}
         filters = [make_filter("dnn_classify", f"dnn_classify@{k}", **opts) for k in range(2)]
 
+        lockstep = threading.Barrier(2, timeout=30)  # each frame pushed once both pushed the last: batches mix
+
+        def stepped(frames: list[Any]) -> Iterator[Any]:
+            for frame in frames:
+                lockstep.wait()
+                yield frame
+
         def work(k: int) -> None:
-            got[k] = classes(run_filter(filters[k], inputs[k]))
+            got[k] = classes(run_filter(filters[k], stepped(inputs[k])))
 
         threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(2)]
         for t in threads:
@@ -55,3 +63,4 @@ def test_two_streams_classify_through_one_instance(tmp_path: Path) -> None:
     boxes = sum(len(f.detections) for f in inputs[0]) * 2
     assert report.inferences == boxes and report.batches < boxes
     assert np.isclose(report.mean_batch, boxes / report.batches)
+    assert report.mixed_batches > 0, report

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,11 @@ def test_batches_mix_streams_and_each_gets_its_own_results_in_order() -> None:
         assert all(min(b) < 100 <= max(b) for b in mock.seen)  # every batch held both streams
         (report,) = scope.reports()
         assert (report.name, report.streams, report.inferences, report.batches) == ("x", ("a", "b"), 16, 4)
-        assert report.line() == "model_instance x: 2 streams, 16 inferences in 4 batches (4.00 per batch)"
+        assert report.mixed_batches == 4
+        assert (
+            report.line()
+            == "model_instance x: 2 streams, 16 inferences in 4 batches (4.00 per batch, 4 mixing streams)"
+        )
         a.close()
         b.close()
     assert mock.closed
@@ -188,31 +193,76 @@ def test_interrupt_stops_one_stream_never_the_shared_backend() -> None:
             b.execute(i, [item(i)])
         assert [r.payload for r in no_hang(lambda: drain(b))] == [0, 1, 2]
         a.close()
-        assert not mock.closed  # b still holds the instance
         b.execute(3, [item(3)])
         assert [r.payload for r in no_hang(lambda: drain(b))] == [3]
         b.close()
-        assert mock.closed and mock.cancelled == 0
+    assert mock.closed and mock.cancelled == 0
 
 
-def test_the_last_close_closes_the_instance_and_a_new_one_loads_after() -> None:
+def test_a_run_scope_holds_its_instance_until_it_ends() -> None:
+    """One output's filters close before another's attach: still one load, one report."""
     mock = Recording()
-    cls = mock.as_backend()
+    loads: list[Any] = []
+
+    class Counting(mock.as_backend()):  # type: ignore[misc]
+        @classmethod
+        def load(cls, config: Any) -> Any:
+            loads.append(config)
+            return super().load(config)
+
+    cls = Counting
     with InstanceScope() as scope:
         a = attach(config(), backend=cls, name="f")
         b = attach(config(), backend=cls, name="f")  # the same label twice: made unique
         assert (a.label, b.label) == ("f", "f#2")
+        for i in range(4):
+            a.execute(i, [item(i)])
+        a.flush()
+        assert [r.payload for r in no_hang(lambda: drain(a))] == [0, 1, 2, 3]
         b.close()
         b.close()  # idempotent
-        assert not mock.closed
         a.close()
-        assert mock.closed
-        mock.closed = False
+        assert not mock.closed  # the scope holds it: the run's next output uses the same model
         c = attach(config(), backend=cls, name="g")
-        assert c.instance is not a.instance
-        assert [r.streams for r in scope.reports()] == [("f", "f#2"), ("g",)]
-    assert mock.closed  # the scope closed what its filters left open
+        assert c.instance is a.instance and len(loads) == 1
+        with pytest.raises(InvalidArgumentError, match="batch_size"):  # still one name, one instance
+            attach(config(batch_size=2), backend=cls, name="h")
+        c.execute(0, [item(7)])
+        c.flush()
+        assert [r.results for r in no_hang(lambda: drain(c))] == [(14.0,)]
+        (report,) = scope.reports()
+        assert (report.streams, report.inferences, report.batches) == (("f", "f#2", "g"), 5, 2)
+    assert mock.closed and len(loads) == 1  # the scope's end frees it
     c.close()  # after the scope: nothing more to do
+    assert [r.streams for r in scope.reports()] == [("f", "f#2", "g")]
+
+
+def test_the_default_scope_frees_at_the_last_close_and_keeps_few_reports() -> None:
+    """No scope entered: the last close frees the instance, a later filter loads it anew, and
+    the process-wide scope keeps only live instances and the newest few reports."""
+    from avdnn.dnn.scope import DEFAULT_SCOPE_REPORTS
+
+    mock = Recording()
+    cls = mock.as_backend()
+    assert current_scope() is default_scope()
+    a = attach(config(model_instance="dflt"), backend=cls, name="a")
+    b = attach(config(model_instance="dflt"), backend=cls, name="b")
+    b.close()
+    assert not mock.closed
+    a.close()
+    assert mock.closed
+    mock.closed = False
+    c = attach(config(model_instance="dflt"), backend=cls, name="c")
+    assert c.instance is not a.instance
+    for k in range(3 * DEFAULT_SCOPE_REPORTS):
+        attach(config(model_instance=f"dflt{k}"), backend=cls, name="x").close()
+    reports = default_scope().reports()
+    assert len(reports) == DEFAULT_SCOPE_REPORTS + 1  # the live one and the newest closed ones
+    assert [r.streams for r in reports if r.name == "dflt"] == [("c",)]
+    assert reports[-1].name == f"dflt{3 * DEFAULT_SCOPE_REPORTS - 1}"
+    c.close()
+    assert mock.closed
+    assert all(r.name != "dflt" or r.streams == ("c",) for r in default_scope().reports())
 
 
 def test_scope_labels_streams_and_default_scope_serves_other_threads() -> None:
@@ -263,12 +313,17 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> str:
     return conv3x3(tmp_path_factory.mktemp("shared"))
 
 
-def run_collect(f: Filter, frames: list[Frame]) -> tuple[list[Frame], AvdnnError | None]:
-    """Push, flush, close; the frames out and the error the filter raised, if any."""
+def run_collect(
+    f: Filter, frames: list[Frame], step: Callable[[], Any] | None = None
+) -> tuple[list[Frame], AvdnnError | None]:
+    """Push (calling ``step`` before each frame), flush, close; the frames out and the error the
+    filter raised, if any."""
     out: list[Frame] = []
     err: AvdnnError | None = None
     try:
         for frame in frames:
+            if step is not None:
+                step()
             out += f.push(frame)
         out += f.flush()
     except AvdnnError as exc:
@@ -280,11 +335,16 @@ def run_collect(f: Filter, frames: list[Frame]) -> tuple[list[Frame], AvdnnError
     return out, err
 
 
-def run_threads(filters: list[Filter], inputs: list[list[Frame]]) -> list[tuple[list[Frame], AvdnnError | None]]:
+def run_threads(
+    filters: list[Filter], inputs: list[list[Frame]], *, lockstep: bool = False
+) -> list[tuple[list[Frame], AvdnnError | None]]:
+    """Each filter on its own thread; ``lockstep``: every thread pushes its next frame only when
+    all have pushed the previous one (the inputs have one length), so batches must mix them."""
     results: list[Any] = [None] * len(filters)
+    step = threading.Barrier(len(filters), timeout=HANG).wait if lockstep else None
 
     def work(k: int) -> None:
-        results[k] = run_collect(filters[k], inputs[k])
+        results[k] = run_collect(filters[k], inputs[k], step)
 
     threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(len(filters))]
     for t in threads:
@@ -302,7 +362,7 @@ def test_filters_on_threads_share_and_match_their_solo_runs(model: str, sizes: t
     with InstanceScope() as scope:
         opts = {"model": model, "batch_size": 4, "nireq": 2, "model_instance": "x", "batch_timeout": "1"}
         filters = [make_filter("dnn_processing", f"dnn_processing@{k}", **opts) for k in range(len(sizes))]
-        results = run_threads(filters, inputs)
+        results = run_threads(filters, inputs, lockstep=True)
     for (out, err), want, frames in zip(results, solo, inputs, strict=True):
         assert err is None
         assert [o.pts for o in out] == [f.pts for f in frames]
@@ -310,6 +370,37 @@ def test_filters_on_threads_share_and_match_their_solo_runs(model: str, sizes: t
     (report,) = scope.reports()
     assert len(report.streams) == len(sizes) and report.inferences == 13 * len(sizes)
     assert report.batches < report.inferences and report.mean_batch > 1
+    if len(set(sizes)) == 1:  # in lockstep, every full batch holds 2 streams at least
+        assert report.mixed_batches > 0, report
+    else:  # other geometries batch among themselves: never mixed
+        assert report.mixed_batches == 0, report
+
+
+def test_one_name_is_one_load_for_the_run_when_the_first_filter_closes_first(
+    model: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 3: one output's filter ends and closes before another output's filter is built;
+    the run's scope still holds the model: one load, one report naming both streams."""
+    from avdnn.dnn import instance
+
+    loads: list[str] = []
+    real = instance.load_backend
+    monkeypatch.setattr(instance, "load_backend", lambda c, *a: (loads.append(c.model), real(c, *a))[1])
+    inputs = [random_frames("rgb24", 48, 32, 6, seed=k) for k in range(2)]
+    solo = [digest(run_collect(make_filter("dnn_processing", model=model, batch_size=4), f)[0]) for f in inputs]
+    opts = {"model": model, "batch_size": 4, "model_instance": "x", "batch_timeout": "1"}
+    with InstanceScope() as scope:
+        with scope.stream("out#0"):
+            first, err = run_collect(make_filter("dnn_processing", "dnn_processing", **opts), inputs[0])
+        assert err is None
+        with scope.stream("out#1"):
+            second, err = run_collect(make_filter("dnn_processing", "dnn_processing", **opts), inputs[1])
+        assert err is None
+    assert [digest(first), digest(second)] == solo
+    assert loads == [model]
+    (report,) = scope.reports()
+    assert report.streams == ("out#0:dnn_processing", "out#1:dnn_processing")
+    assert (report.inferences, report.batches, report.mixed_batches) == (12, 4, 0)  # one after the other
 
 
 def test_a_fault_in_one_stream_fails_that_filter_at_its_frame_only(model: str) -> None:
@@ -387,7 +478,7 @@ def test_a_model_file_given_two_ways_is_one_model(tmp_path: Path, model: str) ->
 
 
 def test_cli_single_stream_on_an_instance_is_byte_identical(model: str, clip: dict, avdnn_cli: Any) -> None:
-    """One filter on an instance (the process's default scope) writes what the plain filter writes."""
+    """One filter on an instance (in the run's scope) writes what the plain filter writes."""
     vf = f"format=rgb24,dnn_processing=model={model}:batch_size=4"
     head, tail = ["-hide_banner", "-i", clip["carphone"]], ["-frames:v", "9", "-f", "framemd5", "-"]
     plain = avdnn_cli([*head, "-vf", vf, *tail])
@@ -479,7 +570,10 @@ def test_two_clips_through_one_instance_in_one_cli_run(model: str, clip: dict, t
     assert [(tmp_path / f"shared{k}.framemd5").read_bytes() for k in range(2)] == solo
     assert solo[0].count(b"\n0, ") == 40
     line = next(ln for ln in res.err.splitlines() if "model_instance det" in ln)
-    m = re.search(r"model_instance det: 2 streams, (\d+) inferences in (\d+) batches", line)
+    m = re.search(
+        r"model_instance det: 2 streams, (\d+) inferences in (\d+) batches \(.*, (\d+) mixing streams\)", line
+    )
     assert m is not None, line
-    inferences, batches = int(m.group(1)), int(m.group(2))
-    assert inferences >= 80 and batches < inferences  # both streams batched (the chains ran past -frames:v)
+    inferences, batches, mixed = map(int, m.groups())
+    assert inferences >= 80 and batches < inferences  # the chains ran past -frames:v
+    assert 0 < mixed <= batches  # some batches held frames of both clips

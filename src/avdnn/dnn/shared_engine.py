@@ -1,6 +1,6 @@
 """One engine serving several streams: batches across streams, a fill deadline, per-stream order.
 
-A shared model instance (:mod:`avdnn.dnn.shared`) runs the inferences of every filter that
+A shared model instance (:mod:`avdnn.dnn.instance`) runs the inferences of every filter that
 names it through one :class:`SharedEngine`. It is the :class:`~avdnn.dnn.engine.Engine` (the
 same requests, buffers, workers, completion and close) with what sharing changes:
 
@@ -15,13 +15,9 @@ same requests, buffers, workers, completion and close) with what sharing changes
 * ``flush_for`` dispatches that stream's pending items at once and ends only that stream;
   ``interrupt_for`` stops only that stream's waits: the backend is never cancelled for one;
 * a batch that fails as a whole (the backend's run raised an avdnn error) is rerun stream by
-  stream, and a failing stream's part item by item, so only the frame that fails gets the
-  error: the other streams, and that stream's other frames, get their results (a failure in
-  pre- or post-processing is per item already). A filter's own engine keeps FFmpeg's rule
-  instead: every task of a failed batch fails.
-
-Native async backends (OpenVINO's callbacks) are driven through the engine's own workers
-here: the per-stream rerun needs the request's thread.
+  stream, and a failing stream's part item by item, so only the failing frame gets the error
+  (a filter's own engine keeps FFmpeg's rule: every task of a failed batch fails). Native
+  async backends (OpenVINO's callbacks) run on the engine's workers: the rerun needs them.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -101,14 +97,16 @@ class SharedEngine(Engine):
         self._groups: dict[GroupKey, _Group] = {}
         self._clients: list[Client] = []
         self._timer: threading.Thread | None = None
-        #: items dispatched in batches (reruns not counted again), and mixed batches rerun per stream
+        #: items dispatched in batches (reruns not counted again), batches rerun per stream, and
+        #: batches holding items of more than one stream
         self.inferences = 0
         self.reruns = 0
+        self.mixed = 0
 
-    def counters(self) -> tuple[int, int, int]:
-        """(inferences, batches, reruns), read together."""
+    def counters(self) -> tuple[int, int, int, int]:
+        """(inferences, batches, reruns, mixed batches), read together."""
         with self._cond:
-            return self.inferences, self.stats.batches, self.reruns
+            return self.inferences, self.stats.batches, self.reruns, self.mixed
 
     # -- clients --------------------------------------------------------------------------
 
@@ -125,13 +123,7 @@ class SharedEngine(Engine):
         """The stream is done: its pending items and unread tasks are dropped (others' stay)."""
         with self._cond:
             client.closed = True
-            for key, group in list(self._groups.items()):
-                kept = [(i, t) for i, t in zip(group.items, group.arrivals, strict=True) if not _owned(i, client)]
-                if len(kept) != len(group.items):
-                    group.items = deque(i for i, _ in kept)
-                    group.arrivals = deque(t for _, t in kept)
-                    if not kept:
-                        del self._groups[key]
+            self._drop(lambda i: _owned(i, client))
             client.tasks.clear()
             if client in self._clients:
                 self._clients.remove(client)
@@ -269,8 +261,13 @@ class SharedEngine(Engine):
         """Take these items out of their pending groups (they are failed by the caller)."""
         ids = {id(item) for item in items}
         with self._cond:
-            for key, group in list(self._groups.items()):
-                kept = [(i, t) for i, t in zip(group.items, group.arrivals, strict=True) if id(i) not in ids]
+            self._drop(lambda i: id(i) in ids)
+
+    def _drop(self, gone: Callable[[Item], bool]) -> None:
+        """Take the pending items ``gone`` picks out of their groups (the lock held)."""
+        for key, group in list(self._groups.items()):
+            kept = [(i, t) for i, t in zip(group.items, group.arrivals, strict=True) if not gone(i)]
+            if len(kept) != len(group.items):
                 group.items = deque(i for i, _ in kept)
                 group.arrivals = deque(t for _, t in kept)
                 if not kept:
@@ -318,6 +315,8 @@ class SharedEngine(Engine):
             batch_no = stats.batches
             stats.batches += 1
             self.inferences += n
+            if len({item.task.stream for item in items if item.task is not None}) > 1:
+                self.mixed += 1
         self._launch(req, items, batch_no, in_flush=in_flush)
 
     def _time_batches(self) -> None:
