@@ -266,8 +266,14 @@ class _Pruned:
     def text(self, target: OpenPad, maps: dict[tuple[int, int], str]) -> str:
         """The pruned graph as filtergraph text (every link labeled, so the order is free)."""
         chains: list[str] = []
-        sinks: list[str] = []
+        sinks: list[str] = []  # after the filters: the target's null, the dropped outputs' nullsinks
         fed = {s for m in self.active for i in range(len(self.nodes[m].sources)) if (s := self.source(m, i))}
+        if target.node in self.bypass:  # the output is a pad of a pass-through split: null takes its label
+            src = self.source(target.node, 0)
+            if src is not None:
+                fed.add(src)
+            ins = f"[{maps[self.open_pad(target.node, 0)]}]" if src is None else f"[avdnn_{src[0]}_{src[1]}]"
+            sinks.append(ins + "null" + (f"[{target.label}]" if target.label is not None else ""))
         for n in self.active:
             node = self.nodes[n]
             ins = "".join(
@@ -332,11 +338,17 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
     nodes = graph.nodes
     g.check_acyclic()
     multi = {n for n in g.active if nodes[n].multi}
+    # an output taken straight from a pass-through split: what feeds the split, then a null
+    split_out = target.node in g.bypass
+    tail = (FilterSpec("null", None, None),) if split_out else ()
     if not multi:
-        path = [*g.path_back(target.node, 0), target.node] if nodes[target.node].sources else [target.node]
-        start = g.feed(path[0], 0) if nodes[path[0]].sources else None
+        path = [*g.path_back(target.node, 0)] if nodes[target.node].sources else []
+        if not split_out:
+            path.append(target.node)
+        first = path[0] if path else target.node
+        start = g.feed(first, 0) if nodes[first].sources else None
         if start is None:
-            raise _refuse(f"a graph that reads no input stream ('{nodes[path[0]].spec.label}' generates its frames)")
+            raise _refuse(f"a graph that reads no input stream ('{nodes[first].spec.label}' generates its frames)")
         pad, smap = open_in[start]
         return ComplexPlan(
             text=text,
@@ -344,7 +356,7 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
             inputs=(GraphInput(smap, int(smap.split(":")[0]), pad.label, ()),),
             core=(),
             exit=None,
-            chain=tuple(nodes[m].spec for m in path),
+            chain=(*(nodes[m].spec for m in path), *tail),
             pruned=pruned,
             input_pads=pads,
             output_pad=out_pad,
@@ -391,6 +403,10 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
     # after the core: a linear chain to the target
     post: list[int] = []
     n, p = target.node, target.pad
+    if split_out:
+        src = g.source(n, 0)
+        assert src is not None  # a split after the core
+        n, p = src
     while n not in core:
         post.insert(0, n)
         src = g.source(n, 0)
@@ -402,7 +418,7 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
         inputs=tuple(inputs),
         core=tuple(core_nodes),
         exit=(index[n], p),
-        chain=tuple(nodes[m].spec for m in post),
+        chain=(*(nodes[m].spec for m in post), *tail),
         pruned=pruned,
         input_pads=pads,
         output_pad=out_pad,
