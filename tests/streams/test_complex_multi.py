@@ -10,10 +10,16 @@ pruned graph per output (graph_for_output), each compared with ffmpeg's two-outp
 
 from __future__ import annotations
 
+import http.server
 import io
+import logging
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 from spine_util import run_cli, run_ffmpeg
@@ -314,3 +320,79 @@ def test_stream_mapping_block_is_ffmpegs(graph: str, ffmpeg: str, clip: dict[str
     ref = mapping([ffmpeg], tmp_path / "ref.mkv")
     assert mapping([sys.executable, "-m", "avdnn"], tmp_path / "got.mkv") == ref
     assert "Stream #1:0 (h264) -> " in ref and "Stream #1:1 -> #0:1" in ref
+
+
+# --------------------------------------------------------------------------- the core's output
+
+
+def test_a_failed_probe_keeps_the_anchors_rate_and_aspect_and_says_so(
+    ffmpeg: str, clip: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Probing the core's output fails: the rate (tb 1001/30000) and SAR 128/117 stay input #0's, with a warning."""
+    import avdnn.media.lavfipads as lavfipads
+    from avdnn.errors import AvdnnError
+
+    graph = "[0:v]hflip[a];[0:v][a]hstack[out]"
+
+    def fails(text: str) -> None:
+        raise AvdnnError("cannot configure the probe graph")
+
+    monkeypatch.setattr(lavfipads, "probe_graph", fails)
+    _same(ffmpeg, ["-i", clip["carphone"], "-filter_complex", graph, "-map", "[out]"])
+    monkeypatch.setattr(logging.getLogger("avdnn"), "propagate", True)  # the CLI run turned it off
+    with caplog.at_level("WARNING", logger="avdnn"):
+        frames = list(avdnn.open(clip["carphone"], filter_complex=graph, map=["[out]"], frames=3))
+    assert [f.sample_aspect_ratio for f in frames] == [Fraction(128, 117)] * 3
+    assert (
+        "aspect ratio of 'hflip,hstack' (cannot configure the probe graph); using input 0:v:0's (30000/1001, 128/117)"
+        in caplog.text
+    )
+
+    def bug(text: str) -> None:
+        raise RuntimeError("a bug in the probe")
+
+    monkeypatch.setattr(lavfipads, "probe_graph", bug)
+    with pytest.raises(RuntimeError, match="a bug in the probe"):  # a bug is not a fallback
+        avdnn.run(clip["carphone"], output=io.BytesIO(), format="framemd5", filter_complex=graph, map=["[out]"])
+
+
+@pytest.fixture
+def http_clip(clip: dict[str, str]) -> Iterator[str]:
+    """carphone served over http on loopback (a network input), stopped after the test."""
+    root = Path(clip["carphone"]).parent
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/{Path(clip['carphone']).name}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_network_input_is_not_opened_twice(http_clip: str, clip: dict[str, str]) -> None:
+    """A core input needs its own reader of its file: refused for a network input, as for a pipe."""
+    graph = "[1:v]scale=176:144[b];[0:v][b]hstack[o]"
+    with pytest.raises(NotSupportedError, match=r"input #1 is a network input, which can be read only once"):
+        avdnn.run(
+            clip["carphone"],
+            output=io.BytesIO(),
+            format="framemd5",
+            filter_complex=graph,
+            map=["[o]"],
+            more_inputs=[(http_clip, None, {})],
+        )
+    got = run_cli(
+        ["-hide_banner", "-i", http_clip, "-filter_complex", "[0:v]hflip[a];[0:v][a]hstack[o]"]
+        + ["-map", "[o]", "-f", "null", "-"]
+    )
+    assert got.rc != 0 and "input #0 is a network input" in got.err, got.err

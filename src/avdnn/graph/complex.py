@@ -34,7 +34,7 @@ from .complexplan import ComplexPlan, check_outputs_mapped, graph_for_output
 from .links import link_graph
 from .plan import StreamOptions
 
-__all__ = ["apply_complex", "graph_mapping"]
+__all__ = ["apply_complex", "check_reopenable", "graph_mapping"]
 
 
 def _refuse(what: str) -> NotSupportedError:
@@ -100,6 +100,20 @@ def apply_complex(
     else:
         maps = given
     return chain, maps, opts, plan
+
+
+def check_reopenable(url: str, fmt: str | None, k: int) -> None:
+    """Refuse a second reader of input ``k`` for a core input when the input can be read once:
+    a pipe, or a network input (a live stream would be two streams, a server may refuse two)."""
+    from ..media.live import is_network
+
+    pipe = url == "-" or url.startswith("pipe:")
+    if pipe or is_network(url, fmt):
+        raise NotSupportedError(
+            f"-filter_complex: input #{k} is {'a pipe' if pipe else 'a network input'}, which can be read "
+            "only once, and the graph needs a reader of its own for it",
+            option="i",
+        )
 
 
 def graph_mapping(plan: ComplexPlan, sources: Sequence[Source]) -> GraphMapping:
