@@ -392,7 +392,9 @@ def test_a_network_input_is_not_opened_twice(http_clip: str, clip: dict[str, str
             more_inputs=[(http_clip, None, {})],
         )
     got = run_cli(
-        ["-hide_banner", "-i", http_clip, "-filter_complex", "[0:v]hflip[a];[0:v][a]hstack[o]"]
-        + ["-map", "[o]", "-f", "null", "-"]
+        [
+            *["-hide_banner", "-i", http_clip, "-filter_complex", "[0:v]hflip[a];[0:v][a]hstack[o]"],
+            *["-map", "[o]", "-f", "null", "-"],
+        ]
     )
     assert got.rc != 0 and "input #0 is a network input" in got.err, got.err
