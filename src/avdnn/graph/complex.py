@@ -15,8 +15,9 @@ upstream of the output's pad:
 
 The output's maps name the stream its video is decoded from (the graph's input from input #0),
 so stream selection, the banner and the other streams (audio of any input) work as for ``-vf``.
-Several outputs of one graph (``split`` to two files) need one run per output: each gets its
-own pruned graph from :func:`~.complexplan.graph_for_output` (ComplexPlan.pruned), and
+Several outputs of one graph (``split`` to two files) run as several outputs of one run, each
+its own pruned graph from :func:`~.complexplan.graph_for_output` (ComplexPlan.pruned: what is
+upstream of a split runs once per output), and
 :func:`~.complexplan.check_outputs_mapped` gives ffmpeg's error for an output nobody maps. What
 cannot be expressed (an avdnn filter with several inputs or between multi-pad filters, audio
 graphs, a cycle, a link used twice, an unknown label) is refused with a message naming it.
