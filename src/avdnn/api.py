@@ -18,7 +18,7 @@ from typing import Any, BinaryIO, TypedDict, Unpack, overload
 
 from .dnn.keep import ModelKeeper
 from .errors import InvalidArgumentError, NotSupportedError
-from .graph.complex import apply_complex, graph_mapping
+from .graph.complex import apply_complex, check_reopenable, graph_mapping
 from .graph.multigraph import complex_pipeline
 from .graph.outputopts import check_output_options, fold_stream_options, output_size, refuse_output_only
 from .graph.pipeline import Pipeline, ProgressFn
@@ -220,12 +220,7 @@ def run(
     def open_input(k: int) -> Source:
         """Input ``k`` once more, for a core input of the graph (its own decoder)."""
         url, fmt, options = (input, input_format, input_options) if k == 0 else more_inputs[k - 1]
-        if url == "-" or url.startswith("pipe:"):
-            raise NotSupportedError(
-                f"-filter_complex: input #{k} is a pipe, which can be read only once, and the graph "
-                "needs a reader of its own for it",
-                option="i",
-            )
+        check_reopenable(url, fmt, k)
         own = source_options if k == 0 else (more_source_options or {}).get(k)
         return open_source(url, input_format=fmt, input_options=options, source_options=own)
 

@@ -10,10 +10,16 @@ pruned graph per output (graph_for_output), each compared with ffmpeg's two-outp
 
 from __future__ import annotations
 
+import http.server
 import io
+import logging
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 from spine_util import run_cli, run_ffmpeg
@@ -61,19 +67,21 @@ def _dnn(model: str) -> str:
 
 
 @pytest.mark.parametrize(
-    "graph",
+    ("graph", "least"),
     [
-        "[0:v][1:v]overlay=10:10[out]",  # the overlay bigger than the main picture: clipped
-        "[1:v]scale=88:-2[b];[0:v][b]overlay=W-w-4:H-h-4[out]",
-        "[0:v]scale=64:48[a];[1:v]scale=64:48[b];[a][b]hstack[out]",  # 29.97 + 25 fps: ffmpeg's vfr union
-        "[0:v]scale=96:-2[a];[1:v]scale=96:-2[b];[a][b]vstack=shortest=1[out]",
-        "[1:v]scale=64:48[b];[0:v]scale=64:48[a];[b][a]xstack=inputs=2:layout=0_0|w0_0,hflip[out]",
-        "color=red:s=80x60:d=2,format=yuv420p[c];[c][0:v]overlay=8:6[out]",  # a source filter in the core
+        ("[0:v][1:v]overlay=10:10[out]", 100),  # the overlay bigger than the main picture: clipped
+        ("[1:v]scale=88:-2[b];[0:v][b]overlay=W-w-4:H-h-4[out]", 100),
+        ("[0:v]scale=64:48[a];[1:v]scale=64:48[b];[a][b]hstack[out]", 100),  # 29.97 + 25 fps: ffmpeg's vfr union
+        ("[0:v]scale=96:-2[a];[1:v]scale=96:-2[b];[a][b]vstack=shortest=1[out]", 100),
+        ("[1:v]scale=64:48[b];[0:v]scale=64:48[a];[b][a]xstack=inputs=2:layout=0_0|w0_0,hflip[out]", 100),
+        ("color=red:s=80x60:d=2,format=yuv420p[c];[c][0:v]overlay=8:6[out]", 100),  # a source filter in the core
+        # 10 + 7 fps: no output rate, time base 1/70 (coarse: the muxer gives each packet one tick)
+        ("[0:v]fps=10[a];[1:v]scale=176:144,fps=7[b];[a][b]hstack[out]", 60),
     ],
 )
-def test_multi_input_graphs_give_ffmpegs_framemd5(graph: str, ffmpeg: str, clip: dict[str, str]) -> None:
+def test_multi_input_graphs_give_ffmpegs_framemd5(graph: str, least: int, ffmpeg: str, clip: dict[str, str]) -> None:
     lines = _same(ffmpeg, [*_inputs(clip), "-filter_complex", graph, "-map", "[out]"])
-    assert len(lines) >= 100
+    assert len(lines) >= least
 
 
 def test_unlabeled_output_keeps_the_automatic_audio(ffmpeg: str, clip: dict[str, str]) -> None:
@@ -160,19 +168,19 @@ def test_split_outputs_as_per_output_graphs(
         assert _lines(got.out) == _lines(ref_file.read_bytes()) and len(_lines(got.out)) == 120
 
 
-def test_split_to_two_outputs_in_one_run(
-    ffmpeg: str, clip: dict[str, str], models: dict[str, str], tmp_path: Path
+def _two_outputs(
+    ffmpeg: str, clip: dict[str, str], tmp_path: Path, ref: str, ours: str, labels: tuple[str, str]
 ) -> None:
-    """The same two-output split command line, run by avdnn in one run: each output its part."""
-    ref = "[0:v]split[a][b];[a]scale=88:72[o1];[b]hflip,format=rgb24,negate[o2]"
-    ours = f"[0:v]split[a][b];[a]scale=88:72[o1];[b]hflip,format=rgb24,{_dnn(models['invert'])}[o2]"
+    """ffmpeg's run of ``ref`` with two framemd5 outputs (``labels``: their two labels) and
+    avdnn's one run of ``ours``: each output gives ffmpeg's 120 frames."""
     files = {tool: (tmp_path / f"{tool}1.txt", tmp_path / f"{tool}2.txt") for tool in ("ffmpeg", "avdnn")}
 
     def argv(graph: str, tool: str) -> list[str]:
         one, two = files[tool]
         return [
             *["-i", clip["carphone"], "-filter_complex", graph],
-            *["-map", "[o1]", "-f", "framemd5", str(one), "-map", "[o2]", "-f", "framemd5", str(two)],
+            *["-map", f"[{labels[0]}]", "-f", "framemd5", str(one), "-map", f"[{labels[1]}]", "-f", "framemd5"],
+            str(two),
         ]
 
     want = run_ffmpeg(ffmpeg, argv(ref, "ffmpeg"))
@@ -181,6 +189,43 @@ def test_split_to_two_outputs_in_one_run(
     assert got.rc == 0, got.err
     for mine, theirs in zip(files["avdnn"], files["ffmpeg"], strict=True):
         assert _lines(mine.read_bytes()) == _lines(theirs.read_bytes()) and len(_lines(mine.read_bytes())) == 120
+
+
+def test_split_to_two_outputs_in_one_run(
+    ffmpeg: str, clip: dict[str, str], models: dict[str, str], tmp_path: Path
+) -> None:
+    """The same two-output split command line, run by avdnn in one run: each output its part."""
+    ref = "[0:v]split[a][b];[a]scale=88:72[o1];[b]hflip,format=rgb24,negate[o2]"
+    ours = f"[0:v]split[a][b];[a]scale=88:72[o1];[b]hflip,format=rgb24,{_dnn(models['invert'])}[o2]"
+    _two_outputs(ffmpeg, clip, tmp_path, ref, ours, ("o1", "o2"))
+
+
+@pytest.mark.parametrize(
+    ("ref", "dnn"),
+    [
+        ("[0:v]split[a][b]", ""),
+        ("[0:v]hflip,split[a][b]", ""),
+        ("[0:v]format=rgb24,negate,split[a][b]", "invert"),  # a DNN chain before the split
+    ],
+)
+def test_split_pads_straight_to_outputs(
+    ref: str, dnn: str, ffmpeg: str, clip: dict[str, str], models: dict[str, str], tmp_path: Path
+) -> None:
+    """An output that is a pad of the split itself gets what feeds the split (a null takes the label)."""
+    ours = ref.replace("negate", _dnn(models[dnn])) if dnn else ref
+    _two_outputs(ffmpeg, clip, tmp_path, ref, ours, ("a", "b"))
+
+
+def test_a_split_pad_output_gets_what_feeds_the_split() -> None:
+    texts = graphs_for_outputs("[0:v]hflip,split=3[a][b][c];[c]vflip[o]", [["[a]"], ["[b]"], ["[o]"]])
+    assert texts == [
+        "[0:v:0]hflip[avdnn_0_0];[avdnn_0_0]null[a]",
+        "[0:v:0]hflip[avdnn_0_0];[avdnn_0_0]null[b]",
+        "[0:v:0]hflip[avdnn_0_0];[avdnn_0_0]vflip[o]",
+    ]
+    plan = graph_for_output("[0:v][1:v]hstack,split[a][b]", "b", n_inputs=2)  # after a core
+    assert [s.name for s in plan.chain] == ["null"] and plan.exit == (0, 0)
+    assert plan.pruned == "[0:v:0][1:v:0]hstack[avdnn_0_0];[avdnn_0_0]null[b]"
 
 
 def test_outputs_bound_as_ffmpeg_binds_them() -> None:
@@ -275,3 +320,81 @@ def test_stream_mapping_block_is_ffmpegs(graph: str, ffmpeg: str, clip: dict[str
     ref = mapping([ffmpeg], tmp_path / "ref.mkv")
     assert mapping([sys.executable, "-m", "avdnn"], tmp_path / "got.mkv") == ref
     assert "Stream #1:0 (h264) -> " in ref and "Stream #1:1 -> #0:1" in ref
+
+
+# --------------------------------------------------------------------------- the core's output
+
+
+def test_a_failed_probe_keeps_the_anchors_rate_and_aspect_and_says_so(
+    ffmpeg: str, clip: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Probing the core's output fails: the rate (tb 1001/30000) and SAR 128/117 stay input #0's, with a warning."""
+    import avdnn.media.lavfipads as lavfipads
+    from avdnn.errors import AvdnnError
+
+    graph = "[0:v]hflip[a];[0:v][a]hstack[out]"
+
+    def fails(text: str) -> None:
+        raise AvdnnError("cannot configure the probe graph")
+
+    monkeypatch.setattr(lavfipads, "probe_graph", fails)
+    _same(ffmpeg, ["-i", clip["carphone"], "-filter_complex", graph, "-map", "[out]"])
+    monkeypatch.setattr(logging.getLogger("avdnn"), "propagate", True)  # the CLI run turned it off
+    with caplog.at_level("WARNING", logger="avdnn"):
+        frames = list(avdnn.open(clip["carphone"], filter_complex=graph, map=["[out]"], frames=3))
+    assert [f.sample_aspect_ratio for f in frames] == [Fraction(128, 117)] * 3
+    assert (
+        "aspect ratio of 'hflip,hstack' (cannot configure the probe graph); using input 0:v:0's (30000/1001, 128/117)"
+        in caplog.text
+    )
+
+    def bug(text: str) -> None:
+        raise RuntimeError("a bug in the probe")
+
+    monkeypatch.setattr(lavfipads, "probe_graph", bug)
+    with pytest.raises(RuntimeError, match="a bug in the probe"):  # a bug is not a fallback
+        avdnn.run(clip["carphone"], output=io.BytesIO(), format="framemd5", filter_complex=graph, map=["[out]"])
+
+
+@pytest.fixture
+def http_clip(clip: dict[str, str]) -> Iterator[str]:
+    """carphone served over http on loopback (a network input), stopped after the test."""
+    root = Path(clip["carphone"]).parent
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/{Path(clip['carphone']).name}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_network_input_is_not_opened_twice(http_clip: str, clip: dict[str, str]) -> None:
+    """A core input needs its own reader of its file: refused for a network input, as for a pipe."""
+    graph = "[1:v]scale=176:144[b];[0:v][b]hstack[o]"
+    with pytest.raises(NotSupportedError, match=r"input #1 is a network input, which can be read only once"):
+        avdnn.run(
+            clip["carphone"],
+            output=io.BytesIO(),
+            format="framemd5",
+            filter_complex=graph,
+            map=["[o]"],
+            more_inputs=[(http_clip, None, {})],
+        )
+    got = run_cli(
+        [
+            *["-hide_banner", "-i", http_clip, "-filter_complex", "[0:v]hflip[a];[0:v][a]hstack[o]"],
+            *["-map", "[o]", "-f", "null", "-"],
+        ]
+    )
+    assert got.rc != 0 and "input #0 is a network input" in got.err, got.err

@@ -15,8 +15,9 @@ upstream of the output's pad:
 
 The output's maps name the stream its video is decoded from (the graph's input from input #0),
 so stream selection, the banner and the other streams (audio of any input) work as for ``-vf``.
-Several outputs of one graph (``split`` to two files) need one run per output: each gets its
-own pruned graph from :func:`~.complexplan.graph_for_output` (ComplexPlan.pruned), and
+Several outputs of one graph (``split`` to two files) run as several outputs of one run, each
+its own pruned graph from :func:`~.complexplan.graph_for_output` (ComplexPlan.pruned: what is
+upstream of a split runs once per output), and
 :func:`~.complexplan.check_outputs_mapped` gives ffmpeg's error for an output nobody maps. What
 cannot be expressed (an avdnn filter with several inputs or between multi-pad filters, audio
 graphs, a cycle, a link used twice, an unknown label) is refused with a message naming it.
@@ -34,7 +35,7 @@ from .complexplan import ComplexPlan, check_outputs_mapped, graph_for_output
 from .links import link_graph
 from .plan import StreamOptions
 
-__all__ = ["apply_complex", "graph_mapping"]
+__all__ = ["apply_complex", "check_reopenable", "graph_mapping"]
 
 
 def _refuse(what: str) -> NotSupportedError:
@@ -100,6 +101,20 @@ def apply_complex(
     else:
         maps = given
     return chain, maps, opts, plan
+
+
+def check_reopenable(url: str, fmt: str | None, k: int) -> None:
+    """Refuse a second reader of input ``k`` for a core input when the input can be read once:
+    a pipe, or a network input (a live stream would be two streams, a server may refuse two)."""
+    from ..media.live import is_network
+
+    pipe = url == "-" or url.startswith("pipe:")
+    if pipe or is_network(url, fmt):
+        raise NotSupportedError(
+            f"-filter_complex: input #{k} is {'a pipe' if pipe else 'a network input'}, which can be read "
+            "only once, and the graph needs a reader of its own for it",
+            option="i",
+        )
 
 
 def graph_mapping(plan: ComplexPlan, sources: Sequence[Source]) -> GraphMapping:

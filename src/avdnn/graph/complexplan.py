@@ -3,9 +3,10 @@
 A complex graph is linked as libavfilter links it (:mod:`.links`), then cut, for the output pad
 an output maps, into the parts avdnn can run:
 
-* the graph pruned to the filters upstream of that pad; a ``split`` whose other outputs lead
-  elsewhere is a pass-through for this pad (split copies frames, so this output sees the same
-  frames as in ffmpeg's one graph), other outputs leading elsewhere end in a ``nullsink``;
+* the graph pruned to the filters upstream of that pad (:mod:`.complexprune`): a ``split``
+  whose other outputs lead elsewhere is a pass-through for this pad (split copies frames, so
+  this output sees the same frames as in ffmpeg's one graph), other outputs leading elsewhere
+  end in a ``nullsink``; its open inputs bound to streams as ffmpeg binds them (:mod:`.complexbind`);
 * per input pad of the *core*, a linear chain from an input stream: the part up to its last avdnn
   filter runs as pipeline stages over that input's own decoder; the libavfilter filters after it
   join the core;
@@ -21,12 +22,13 @@ label) is refused with a message naming it.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import InvalidArgumentError, NotSupportedError
-from .links import Graph, OpenPad, link_graph
+from ..errors import InvalidArgumentError
+from .complexbind import bind_inputs, check_outputs_mapped, find_output, refuse
+from .complexprune import Pruned
+from .links import Graph, link_graph
 from .parse import FilterSpec, format_chain
 
 __all__ = [
@@ -39,8 +41,6 @@ __all__ = [
     "graphs_for_outputs",
 ]
 
-#: an input pad naming an input file's stream: [0], [0:v], [0:v:0], [0:1]
-_INPUT_PAD = re.compile(r"^(?P<file>\d+)(?::(?P<type>[vVasdt]))?(?::(?P<index>\d+))?$")
 #: a core source: (-1, k) is core input k, (j, p) output pad p of core node j
 Source = tuple[int, int]
 
@@ -106,208 +106,6 @@ class ComplexPlan:
         return ",".join(n.spec.label for n in self.core) or self.chain_text
 
 
-def _refuse(what: str) -> NotSupportedError:
-    return NotSupportedError(f"-filter_complex: {what} is not supported yet", option="filter_complex")
-
-
-def _label(pad: OpenPad) -> str:
-    return f"[{pad.label}]" if pad.label is not None else "(unlabeled)"
-
-
-def bind_inputs(graph: Graph, n_inputs: int) -> list[str]:
-    """The -map argument of the stream feeding each open input of ``graph``, in order.
-
-    As ffmpeg binds them: ``[1:v]``, ``[0]``, ``[0:v:1]``, ``[0:2]`` name a stream; an unlabeled
-    input takes the first video stream no pad of the graph took before it (avdnn assumes one
-    video stream per input file there: the first one, ``K:v:0``).
-    """
-    used: set[str] = set()
-    maps: list[str] = []
-    for pad in graph.inputs:
-        node = graph.nodes[pad.node]
-        kind = node.in_pads[pad.pad][1]
-        if kind != "video":
-            raise _refuse(f"the {kind} input of '{node.spec.label}' (audio graphs)")
-        if pad.label is None:
-            free = [k for k in range(n_inputs) if f"{k}:v:0" not in used]
-            if not free:
-                raise InvalidArgumentError(
-                    f"Cannot find an unused video input stream to feed the unlabeled input pad {node.describe(False)}",
-                    option="filter_complex",
-                )
-            maps.append(f"{free[0]}:v:0")
-        else:
-            m = _INPUT_PAD.match(pad.label)
-            if m is None:
-                raise InvalidArgumentError(
-                    f"Stream specifier '{pad.label}' in filtergraph description {graph.text} matches no streams.",
-                    option="filter_complex",
-                )
-            file = int(m.group("file"))
-            if file >= n_inputs:
-                raise InvalidArgumentError(
-                    f"Invalid file index {file} in filtergraph description {graph.text}.", option="filter_complex"
-                )
-            stype, index = m.group("type"), m.group("index")
-            if stype not in (None, "v", "V"):
-                raise _refuse(f"input pad [{pad.label}] (a non-video stream: audio graphs)")
-            if stype is None:
-                maps.append(f"{file}:{index}" if index is not None else f"{file}:v:0")
-            else:
-                maps.append(f"{file}:{stype}:{index or 0}")
-        used.add(maps[-1])
-    return maps
-
-
-def _find_output(graph: Graph, label: str | None) -> OpenPad:
-    for pad in graph.outputs:
-        if pad.label == label:
-            return pad
-    have = ", ".join(_label(p) for p in graph.outputs) or "none"
-    if label is None:
-        raise InvalidArgumentError(
-            f"-filter_complex: the graph has no unlabeled output (its outputs: {have}); map one with -map '[label]'",
-            option="map",
-        )
-    raise InvalidArgumentError(
-        f"Output with label '{label}' does not exist in any defined filter graph, or was already used "
-        f"elsewhere. (the graph's outputs: {have})",
-        option="map",
-    )
-
-
-def check_outputs_mapped(text: str, labels: Sequence[str | None], *, graph: Graph | None = None) -> None:
-    """ffmpeg's error for an output of the graph that no output maps (``labels``: the mapped ones)."""
-    graph = graph or link_graph(text)
-    for i, pad in enumerate(graph.outputs):
-        if pad.label not in labels:
-            node = graph.nodes[pad.node]
-            raise InvalidArgumentError(
-                f"Filter '{node.describe(True)}' has output {i} ({pad.label or 'unlabeled'}) unconnected",
-                option="filter_complex",
-            )
-
-
-class _Pruned:
-    """The graph upstream of one output pad, with the splits that are pass-throughs for it gone."""
-
-    def __init__(self, graph: Graph, target: OpenPad) -> None:
-        self.nodes = graph.nodes
-        #: the filters upstream of the target, and which of their outputs lead to it
-        self.used: dict[int, set[int]] = {}
-        todo = [(target.node, target.pad)]
-        while todo:
-            n, p = todo.pop()
-            first = n not in self.used
-            self.used.setdefault(n, set()).add(p)
-            if first:
-                todo += [s for s in self.nodes[n].sources if s is not None]
-        self.bypass = {
-            n
-            for n, pads in self.used.items()
-            if self.nodes[n].spec.name == "split" and len(self.nodes[n].out_pads) > 1 and len(pads) == 1
-        }
-        self.active = [n for n in sorted(self.used) if n not in self.bypass]
-
-    def source(self, n: int, i: int) -> Source | None:
-        """What feeds input pad ``i`` of ``n`` once bypassed splits are gone (None: an open input)."""
-        while True:
-            src = self.nodes[n].sources[i]
-            if src is None or src[0] not in self.bypass:
-                return src
-            n, i = src[0], 0
-
-    def feed(self, n: int, i: int) -> tuple[int, int] | None:
-        """The open input (node, pad) at the start of the chain that feeds (n, i); None when
-        the chain starts at a source filter (``color``, ``testsrc``: no input pad)."""
-        while (src := self.nodes[n].sources[i]) is not None:
-            n, i = src[0], 0
-            if not self.nodes[n].sources:
-                return None
-        return (n, i)
-
-    def open_pad(self, n: int, i: int) -> tuple[int, int]:
-        """The open input behind (n, i), which ``source`` says is fed by a stream."""
-        start = self.feed(n, i)
-        assert start is not None
-        return start
-
-    def path_back(self, n: int, i: int) -> list[int]:
-        """The single-pad filters feeding input pad ``i`` of ``n``, from the input stream on."""
-        path: list[int] = []
-        src = self.source(n, i)
-        while src is not None:
-            path.insert(0, src[0])
-            src = self.source(src[0], 0) if self.nodes[src[0]].sources else None
-        return path
-
-    def consumers(self, n: int) -> list[int]:
-        return [
-            m
-            for m in self.active
-            for i in range(len(self.nodes[m].sources))
-            if (s := self.source(m, i)) is not None and s[0] == n
-        ]
-
-    def producers(self, n: int) -> list[int]:
-        return [s[0] for i in range(len(self.nodes[n].sources)) if (s := self.source(n, i)) is not None]
-
-    def reach(self, start: set[int], step: Callable[[int], list[int]]) -> set[int]:
-        """Every node reached from ``start`` by ``step`` (``start`` itself only when reached)."""
-        seen: set[int] = set()
-        todo = [m for n in start for m in step(n)]
-        while todo:
-            n = todo.pop()
-            if n not in seen:
-                seen.add(n)
-                todo += step(n)
-        return seen
-
-    def text(self, target: OpenPad, maps: dict[tuple[int, int], str]) -> str:
-        """The pruned graph as filtergraph text (every link labeled, so the order is free)."""
-        chains: list[str] = []
-        sinks: list[str] = []
-        fed = {s for m in self.active for i in range(len(self.nodes[m].sources)) if (s := self.source(m, i))}
-        for n in self.active:
-            node = self.nodes[n]
-            ins = "".join(
-                f"[{maps[self.open_pad(n, i)]}]" if (s := self.source(n, i)) is None else f"[avdnn_{s[0]}_{s[1]}]"
-                for i in range(len(node.sources))
-            )
-            outs = ""
-            for p in range(len(node.out_pads)):
-                if (n, p) == (target.node, target.pad):
-                    outs += f"[{target.label}]" if target.label is not None else ""
-                else:
-                    outs += f"[avdnn_{n}_{p}]"
-                    if (n, p) not in fed:  # leads to another output: dropped for this one
-                        sinks.append(f"[avdnn_{n}_{p}]nullsink")
-            chains.append(ins + format_chain([node.spec]) + outs)
-        return ";".join(chains + sinks)
-
-    def check_acyclic(self) -> None:
-        done: set[int] = set()
-        for start in self.active:
-            path: list[int] = []
-            stack: list[tuple[int, bool]] = [(start, True)]
-            while stack:
-                n, enter = stack.pop()
-                if not enter:
-                    path.pop()
-                    done.add(n)
-                    continue
-                if n in done:
-                    continue
-                if n in path:
-                    raise InvalidArgumentError(
-                        f"-filter_complex: the graph has a cycle through '{self.nodes[n].spec.label}'",
-                        option="filter_complex",
-                    )
-                path.append(n)
-                stack.append((n, False))
-                stack += [(m, True) for m in self.producers(n)]
-
-
 def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: Graph | None = None) -> ComplexPlan:
     """The part of ``text`` that the output mapping ``[label]`` (None: the unlabeled output) runs.
 
@@ -319,11 +117,11 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
     for node in graph.nodes:
         audio = [k for _, k in (*node.in_pads, *node.out_pads) if k != "video"]
         if audio:
-            raise _refuse(f"'{node.spec.label}' ({audio[0]} filters: audio graphs)")
+            raise refuse(f"'{node.spec.label}' ({audio[0]} filters: audio graphs)")
     maps = bind_inputs(graph, n_inputs)
     open_in = {(p.node, p.pad): (p, m) for p, m in zip(graph.inputs, maps, strict=True)}
-    target = _find_output(graph, label)
-    g = _Pruned(graph, target)
+    target = find_output(graph, label)
+    g = Pruned(graph, target)
     pruned = g.text(target, {k: m for k, (_, m) in open_in.items()})
     pads = tuple(
         (m, graph.nodes[p.node].describe(False)) for p, m in zip(graph.inputs, maps, strict=True) if p.node in g.used
@@ -332,11 +130,17 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
     nodes = graph.nodes
     g.check_acyclic()
     multi = {n for n in g.active if nodes[n].multi}
+    # an output taken straight from a pass-through split: what feeds the split, then a null
+    split_out = target.node in g.bypass
+    tail = (FilterSpec("null", None, None),) if split_out else ()
     if not multi:
-        path = [*g.path_back(target.node, 0), target.node] if nodes[target.node].sources else [target.node]
-        start = g.feed(path[0], 0) if nodes[path[0]].sources else None
+        path = [*g.path_back(target.node, 0)] if nodes[target.node].sources else []
+        if not split_out:
+            path.append(target.node)
+        first = path[0] if path else target.node
+        start = g.feed(first, 0) if nodes[first].sources else None
         if start is None:
-            raise _refuse(f"a graph that reads no input stream ('{nodes[path[0]].spec.label}' generates its frames)")
+            raise refuse(f"a graph that reads no input stream ('{nodes[first].spec.label}' generates its frames)")
         pad, smap = open_in[start]
         return ComplexPlan(
             text=text,
@@ -344,7 +148,7 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
             inputs=(GraphInput(smap, int(smap.split(":")[0]), pad.label, ()),),
             core=(),
             exit=None,
-            chain=tuple(nodes[m].spec for m in path),
+            chain=(*(nodes[m].spec for m in path), *tail),
             pruned=pruned,
             input_pads=pads,
             output_pad=out_pad,
@@ -352,7 +156,7 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
     core = multi | (g.reach(multi, g.consumers) & g.reach(multi, g.producers))
     for n in sorted(core):
         if nodes[n].avdnn:
-            raise _refuse(
+            raise refuse(
                 f"the avdnn filter '{nodes[n].spec.label}' between filters with several inputs or outputs "
                 "(avdnn filters run on the chains before and after them)"
             )
@@ -369,7 +173,7 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
             if start is None:  # a chain from a source filter: all of it runs in the core's graph
                 avdnn = [nodes[m].spec.label for m in path if nodes[m].avdnn]
                 if avdnn:
-                    raise _refuse(f"the avdnn filter '{avdnn[0]}' on a chain from a source filter")
+                    raise refuse(f"the avdnn filter '{avdnn[0]}' on a chain from a source filter")
                 core.update(path)
                 continue
             last = max((k for k, m in enumerate(path) if nodes[m].avdnn), default=-1)
@@ -391,6 +195,10 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
     # after the core: a linear chain to the target
     post: list[int] = []
     n, p = target.node, target.pad
+    if split_out:
+        src = g.source(n, 0)
+        assert src is not None  # a split after the core
+        n, p = src
     while n not in core:
         post.insert(0, n)
         src = g.source(n, 0)
@@ -402,7 +210,7 @@ def graph_for_output(text: str, label: str | None, *, n_inputs: int = 1, graph: 
         inputs=tuple(inputs),
         core=tuple(core_nodes),
         exit=(index[n], p),
-        chain=tuple(nodes[m].spec for m in post),
+        chain=(*(nodes[m].spec for m in post), *tail),
         pruned=pruned,
         input_pads=pads,
         output_pad=out_pad,
@@ -435,14 +243,14 @@ def graphs_for_outputs(text: str, maps: Sequence[Sequence[str]], *, n_inputs: in
         bound[0] = none + bound[0]
     for out in bound:
         for wanted in out:
-            _find_output(graph, wanted)  # an unknown label first, as ffmpeg
+            find_output(graph, wanted)  # an unknown label first, as ffmpeg
     check_outputs_mapped(text, [lab for out in bound for lab in out], graph=graph)
     texts: list[str | None] = []
     for out in bound:
         if not out:
             texts.append(None)
         elif len(out) > 1:
-            raise _refuse("several video outputs of the graph in one output file")
+            raise refuse("several video outputs of the graph in one output file")
         else:
             texts.append(graph_for_output(text, out[0], n_inputs=n_inputs, graph=graph).pruned)
     return texts

@@ -20,7 +20,7 @@ from .chain import takes
 from .lavfi import check_lavfi_filter
 from .parse import FilterSpec, _check_nul, _skip_ws, parse_filter
 
-__all__ = ["Graph", "Node", "OpenPad", "link_graph", "parse_graph"]
+__all__ = ["End", "Graph", "Node", "OpenPad", "link_graph", "parse_graph"]
 
 #: A link end: (node index, pad index).
 End = tuple[int, int]

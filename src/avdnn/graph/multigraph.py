@@ -14,11 +14,12 @@ join the same graph, as they would in ffmpeg's one filtergraph.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Generator, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..errors import InvalidArgumentError, NotSupportedError, from_av_error
+from ..errors import AvdnnError, InvalidArgumentError, NotSupportedError, from_av_error
 from ..media.frame import Frame
 from ..media.sink import Sink
 from ..media.source import Source
@@ -29,6 +30,8 @@ from .plan import StreamMap
 from .stats import RunStats
 
 __all__ = ["GraphStage", "complex_pipeline", "stream_index"]
+
+log = logging.getLogger("avdnn")
 
 
 def _when(frame: Frame) -> Fraction | None:
@@ -171,10 +174,11 @@ class GraphStage:
             raise from_av_error(exc, filter=self.label).with_context(pts=first.pts) from exc
         self._graph = graph
         self.configured = True
-        self._probe(args)
+        self._probe(args, first.sample_aspect_ratio)
 
-    def _probe(self, args: list[str]) -> None:
-        """The graph's output frame rate and aspect ratio, which PyAV does not report."""
+    def _probe(self, args: list[str], sar: Fraction | None) -> None:
+        """The graph's output frame rate and aspect ratio, which PyAV does not report
+        (``sar``: the anchor's first frame's, for when the graph cannot be probed)."""
         parts = [f"buffer@avdnn_in{k}={a}[avdnn_in{k}]" for k, a in enumerate(args)]
         used: set[tuple[int, int]] = set()
         for j, node in enumerate(self.plan.core):
@@ -193,7 +197,18 @@ class GraphStage:
             parts += [f"[avdnn_{j}_{p}]nullsink" for p in range(node.outputs) if (j, p) not in used]
         try:
             info = probe_graph(";".join(parts))
-        except Exception:  # noqa: BLE001 - keep the input's values when probing is impossible
+        except AvdnnError as exc:  # the anchor's rate and aspect ratio, said (a bug passes through)
+            anchor = self._rates[self._anchor]
+            log.warning(
+                "-filter_complex: could not read the frame rate and aspect ratio of '%s' (%s); "
+                "using input %s's (%s, %s)",
+                self.label,
+                exc,
+                self.plan.inputs[self._anchor].map,
+                anchor or "unknown rate",
+                sar or "unknown aspect ratio",
+            )
+            self.out_rate, self.out_sar = anchor, sar
             return
         self.out_info = info
         self.out_rate = info.frame_rate

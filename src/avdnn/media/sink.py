@@ -505,9 +505,11 @@ class Sink:
         tb = self._sync.tb
         for packet in packets:
             if self._hash is not None:
-                # libavformat's muxing fills a missing (zero) duration with one frame of the stream's
-                # rate, which is 1 in the encoder time base 1/rate (nothing when no rate is known)
-                packet.duration = packet.duration or self._durations.pop(packet.pts, 0) or int(self._rate_known)
+                # libavformat's muxing (ff_compute_frame_duration) fills a missing (zero) duration with
+                # one frame of the stream's rate, 1 in the encoder time base 1/rate; with no rate known,
+                # one tick of a time base coarser than 1/1000 (nothing for a finer one)
+                tick = self._rate_known or tb.numerator * 1000 > tb.denominator
+                packet.duration = packet.duration or self._durations.pop(packet.pts, 0) or int(tick)
                 self._durations.pop(packet.pts, None)
             ts = packet.dts if packet.dts is not None else packet.pts
             time = ts * tb if ts is not None else None
