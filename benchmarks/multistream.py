@@ -38,6 +38,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 DETECT = "dnn_detect=model=zoo:ssd_mobilenet_v2_coco:dnn_backend={backend}"
 VARIANTS = ("shared", "instances", "processes")
+#: more options of the shared instance (AVDNN_BENCH_SHARED, e.g. ":nireq=1"), to try its settings
+EXTRA = os.environ.get("AVDNN_BENCH_SHARED", "")
 CLIP_SECONDS = 120 / (30000 / 1001)  # carphone: 120 frames at 29.97 fps
 
 
@@ -47,13 +49,13 @@ def clip() -> str:
     return sample("carphone_pristine.mp4")
 
 
-def worker(streams: int, loops: int, shared: bool, backend: str) -> dict[str, Any]:
+def worker(streams: int, loops: int, shared: bool, backend: str, batch: int) -> dict[str, Any]:
     """Run ``streams`` live copies of the clip in this process; the accounting and each output's
     write times (CLOCK_MONOTONIC: one clock for every process of the machine) as JSON."""
     import avdnn
 
     detect = DETECT.format(backend=backend)
-    chain = f"{detect}:model_instance=det:batch_size={streams}" if shared else detect
+    chain = f"{detect}:model_instance=det:batch_size={batch or streams}{EXTRA}" if shared else detect
     path = clip()
     times: list[list[float]] = [[] for _ in range(streams)]
 
@@ -89,8 +91,9 @@ def worker(streams: int, loops: int, shared: bool, backend: str) -> dict[str, An
     return {"outputs": outs, "instances": list(report.instance_lines)}
 
 
-def _spawn(streams: int, loops: int, shared: bool, backend: str) -> subprocess.Popen[bytes]:
+def _spawn(streams: int, loops: int, shared: bool, backend: str, batch: int = 0) -> subprocess.Popen[bytes]:
     argv = [sys.executable, str(Path(__file__)), "--worker", str(streams), "--loops", str(loops), "--backend", backend]
+    argv += ["--batch", str(batch)]
     if shared:
         argv.append("--shared")
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -119,13 +122,13 @@ def steady_fps(times: list[list[float]]) -> float | None:
     return sum(sum(1 for x in t if start <= x <= end) for t in times) / (end - start)
 
 
-def measure(variant: str, streams: int, loops: int, backend: str) -> dict[str, Any]:
+def measure(variant: str, streams: int, loops: int, backend: str, batch: int = 0) -> dict[str, Any]:
     """One run of a variant: every stream's counts, the worst latency, summed peak RSS, wall."""
     start = time.perf_counter()
     if variant == "processes":
         procs = [_spawn(1, loops, shared=False, backend=backend) for _ in range(streams)]
     else:
-        procs = [_spawn(streams, loops, shared=variant == "shared", backend=backend)]
+        procs = [_spawn(streams, loops, shared=variant == "shared", backend=backend, batch=batch)]
     results = [_collect(p) for p in procs]
     wall = time.perf_counter() - start
     outs = [o for data, _ in results for o in data["outputs"]]
@@ -159,37 +162,42 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="2 streams, no loop, 1 round")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--backend", default="openvino", help="tensorflow or openvino (the zoo model's two)")
+    ap.add_argument("--batch", type=int, default=0, help="the shared instance's batch_size (default: --streams)")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="which to run (comma-separated)")
     ap.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--shared", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.loops, args.shared, args.backend)))
+        print(json.dumps(worker(args.worker, args.loops, args.shared, args.backend, args.batch)))
         return 0
     if args.quick:
         args.streams, args.loops, args.reps = 2, 0, 1
-    rows: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    chosen = tuple(v for v in VARIANTS if v in args.variants.split(","))
+    rows: dict[str, list[dict[str, Any]]] = {v: [] for v in chosen}
     for rep in range(args.reps):
-        order = VARIANTS[rep % 3 :] + VARIANTS[: rep % 3]  # interleaved: each variant leads once
-        for variant in order:
-            rows[variant].append(measure(variant, args.streams, args.loops, args.backend))
+        k = rep % len(chosen)
+        for variant in chosen[k:] + chosen[:k]:  # interleaved: each variant leads once
+            rows[variant].append(measure(variant, args.streams, args.loops, args.backend, args.batch))
             print(f"round {rep + 1} {variant}: {json.dumps(rows[variant][-1])}", file=sys.stderr)
     keys = ("total_fps", "overall_fps", "dropped", "p50_ms", "p95_ms", "peak_rss_mb", "wall_s")
-    table = {v: {k: _median(rows[v], k) for k in keys} for v in VARIANTS}
+    table = {v: {k: _median(rows[v], k) for k in keys} for v in chosen}
     detect = DETECT.format(backend=args.backend)
     print(f"{args.streams} live streams of carphone (x{args.loops + 1}), {detect}, {os.cpu_count()} CPUs")
     heads = ("total fps", "overall", "dropped", "p50 ms", "p95 ms", "RSS MB", "wall s")
     print(f"{'variant':<10} " + " ".join(f"{h:>9}" for h in heads))
-    for v in VARIANTS:
+    for v in chosen:
         t = table[v]
         print(f"{v:<10} " + " ".join(f"{t[k]:9.1f}" if t[k] is not None else f"{'-':>9}" for k in keys))
-    shared, inst, procs = (table[v]["total_fps"] or 0.0 for v in VARIANTS)
+    shared, inst, procs = (table[v]["total_fps"] or 0.0 if v in table else 0.0 for v in VARIANTS)
     ratios = {
         "shared_vs_processes": shared / procs if procs else 0.0,
         "shared_vs_instances": shared / inst if inst else 0.0,
     }
-    print(f"shared / processes total fps: {ratios['shared_vs_processes']:.2f} (goal >= 1.3)")
-    print(f"shared / instances total fps: {ratios['shared_vs_instances']:.2f}")
-    for line in rows["shared"][-1]["instances"]:
+    if shared and procs:
+        print(f"shared / processes total fps: {ratios['shared_vs_processes']:.2f} (goal >= 1.3)")
+    if shared and inst:
+        print(f"shared / instances total fps: {ratios['shared_vs_instances']:.2f}")
+    for line in rows["shared"][-1]["instances"] if "shared" in rows else ():
         print(line)
     if args.json is not None:
         args.json.write_text(json.dumps({"rounds": rows, "medians": table, "ratios": ratios}, indent=2))

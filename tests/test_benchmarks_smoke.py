@@ -37,3 +37,25 @@ def test_quick_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     assert cases["memory"]["frames"] > 0 and "growth_mb" in cases["memory"]
     assert doc["machine"]["nproc"] >= 1
     assert "| smoke |" in proc.stdout
+
+
+def test_multistream_benchmark_quick_runs(tmp_path: Path) -> None:
+    """Two live copies of carphone through one shared detector (benchmarks/multistream.py --quick)."""
+    out = tmp_path / "multi.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "multistream.py"),
+            *["--quick", "--variants", "shared", "--json", str(out)],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    (row,) = doc["rounds"]["shared"]
+    assert row["read"] == 240 and row["written"] + row["dropped"] == row["read"]  # every frame accounted for
+    assert row["instances"][0].startswith("model_instance det: 2 streams, ")
+    assert "model_instance det: 2 streams" in proc.stdout
