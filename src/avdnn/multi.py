@@ -134,7 +134,7 @@ def run_many(jobs: Sequence[Job]) -> MultiRunStats:
                 for result in stats.outputs:
                     if not result.ended:  # blocked in its input (a listening socket, a read within its bound)
                         result.interrupted = True
-        stats.instance_lines = scope.summary()
+        stats.instance_lines = scope.summary(labels=True)
     if bugs:
         with contextlib.suppress(AttributeError, TypeError):
             setattr(bugs[0], "stats", stats)  # noqa: B010 - the CLI prints them under the traceback
@@ -308,7 +308,7 @@ class MultiFrameStream:
             for thread in self._threads:
                 thread.join()
             self._context.run(self._scope.__exit__, None, None, None)
-            self.stats.instance_lines = self._scope.summary()
+            self.stats.instance_lines = self._scope.summary(labels=True)
 
     def close(self) -> None:
         """Stop early: every source's chain and input are closed."""

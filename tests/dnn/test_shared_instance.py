@@ -94,7 +94,7 @@ def test_batches_mix_streams_and_each_gets_its_own_results_in_order() -> None:
         assert report.mixed_batches == 4
         assert (
             report.line()
-            == "model_instance x: 2 streams, 16 inferences in 4 batches (4.00 per batch, 4 mixing streams)"
+            == "model_instance x: 2 streams, 16 inferences in 4 batches (4.00 per batch, 4 with several streams)"
         )
         a.close()
         b.close()
@@ -571,7 +571,7 @@ def test_two_clips_through_one_instance_in_one_cli_run(model: str, clip: dict, t
     assert solo[0].count(b"\n0, ") == 40
     line = next(ln for ln in res.err.splitlines() if "model_instance det" in ln)
     m = re.search(
-        r"model_instance det: 2 streams, (\d+) inferences in (\d+) batches \(.*, (\d+) mixing streams\)", line
+        r"model_instance det: 2 streams, (\d+) inferences in (\d+) batches \(.*, (\d+) with several streams\)", line
     )
     assert m is not None, line
     inferences, batches, mixed = map(int, m.groups())

@@ -71,7 +71,7 @@ class InstanceReport:
 
 def format_report(report: InstanceReport, *, labels: bool = False) -> str:
     """The summary line of one instance; ``labels`` appends the streams' labels. With several
-    streams it says how many batches mixed them: ``(3.87 per batch, 290 mixing streams)``."""
+    streams it says how many batches mixed them: ``(3.87 per batch, 290 with several streams)``."""
     n = len(report.streams)
     text = (
         f"model_instance {report.name}: {n} stream{'' if n == 1 else 's'}, "
@@ -79,7 +79,7 @@ def format_report(report: InstanceReport, *, labels: bool = False) -> str:
         f"{report.batches} batch{'' if report.batches == 1 else 'es'}"
     )
     if report.batches:
-        mixed = f", {report.mixed_batches} mixing streams" if n > 1 else ""
+        mixed = f", {report.mixed_batches} with several streams" if n > 1 else ""
         text += f" ({report.mean_batch:.2f} per batch{mixed})"
     if report.failures:
         text += f", {report.failures} failed"

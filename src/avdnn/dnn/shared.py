@@ -13,7 +13,7 @@ This module is the entry point; the parts live in their own modules:
 :mod:`avdnn.dnn.scope` (a run's :class:`InstanceScope`, which holds its instances until the
 run ends, and the process-wide default scope, where the last filter to close an instance
 frees it). The scope's :meth:`~InstanceScope.reports` feed the end-of-run summary:
-``model_instance det: 4 streams, 1200 inferences in 310 batches (3.87 per batch, 290 mixing streams)``.
+``model_instance det: 4 streams, 1200 inferences in 310 batches (3.87 per batch, 290 with several streams)``.
 """
 
 from __future__ import annotations
