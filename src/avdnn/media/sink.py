@@ -25,51 +25,8 @@ from .frame import Frame
 from .hashmux import HASH_MUXERS, HashMuxer, HashStream
 from .interleave import Interleaver
 from .sidepath import SidePath
+from .videoenc import AVFMT_VARIABLE_FPS, IMAGE2_CODECS, auto_fps_mode, open_video_encoder
 from .vsync import VideoSync
-
-#: ffmpeg's image2 codec by file extension (libavformat/img2.c), for -f image2 outputs.
-IMAGE2_CODECS = {
-    "png": "png",
-    "jpg": "mjpeg",
-    "jpeg": "mjpeg",
-    "bmp": "bmp",
-    "tif": "tiff",
-    "tiff": "tiff",
-    "ppm": "ppm",
-    "pgm": "pgm",
-    "pbm": "pbm",
-    "pam": "pam",
-    "webp": "libwebp",
-    "gif": "gif",
-    "tga": "targa",
-    "exr": "exr",
-    "qoi": "qoi",
-    "sgi": "sgi",
-    "pcx": "pcx",
-    "dpx": "dpx",
-    "jp2": "jpeg2000",
-    "j2k": "jpeg2000",
-    "xwd": "xwd",
-    "pfm": "pfm",
-    "phm": "phm",
-    "hdr": "hdr",
-}
-AVFMT_NOTIMESTAMPS = 0x80
-AVFMT_VARIABLE_FPS = 0x400
-AV_CODEC_FLAG_BITEXACT = 0x800000
-
-
-def auto_fps_mode(format_name: str, flags: int, rate_given: bool) -> str:
-    """ffmpeg's -fps_mode auto for a muxer (ffmpeg_mux_init.c); -r asks for a constant rate."""
-    if format_name == "avi":
-        mode = "vfr"
-    elif flags & AVFMT_VARIABLE_FPS:
-        mode = "passthrough" if flags & AVFMT_NOTIMESTAMPS else "vfr"
-    else:
-        mode = "vscfr"
-    if rate_given and mode == "vfr":
-        mode = "vscfr"
-    return mode
 
 
 def _packet_flags(packet: Any) -> int:
@@ -354,51 +311,18 @@ class Sink:
         self._sync = VideoSync(self.fps_mode, tb, self.start_time or 0)
 
     def _video_encoder(self, frame: Frame, rate: Fraction, tb: Fraction) -> Any:
-        import av
-
-        if self._container is not None:
-            stream = self._container.add_stream(self.codec_name, rate=rate, options=self.codec_options)
-            enc = stream.codec_context
-        else:
-            stream = None
-            enc = av.CodecContext.create(self.codec_name, "w")
-            enc.options = dict(self.codec_options)
-        enc.width, enc.height, enc.pix_fmt = frame.width, frame.height, frame.format
-        enc.thread_type, enc.thread_count = "AUTO", 0  # ffmpeg's defaults (PyAV's are slice threads)
-        enc.time_base = tb
-        enc.framerate = rate
-        if frame.sample_aspect_ratio:
-            enc.sample_aspect_ratio = frame.sample_aspect_ratio
-        if self.bitexact:
-            enc.flags |= AV_CODEC_FLAG_BITEXACT
-        color = frame._color_props()
-        if color is not None:
-            enc.color_range, enc.colorspace, enc.color_primaries, enc.color_trc = color
-        # ffmpeg's enc_open: the field order from the first frame (progressive unless interlaced)
-        src = frame._av
-        if src is not None and src.interlaced_frame:
-            # AV_FIELD_TT / AV_FIELD_BB (PyAV 18 does not expose top_field_first: top first, the common case)
-            enc.field_order = 2 if getattr(src, "top_field_first", True) else 3
-        else:
-            enc.field_order = 1  # AV_FIELD_PROGRESSIVE
-        if stream is not None:
-            matrix = self.display_matrix() if self.display_matrix is not None else None
-            if matrix is not None:
-                stream.set_display_matrix(list(matrix))
-            enc.open(strict=False)
-            self._enc = stream
-            return stream
-        enc.open()
-        self._enc = enc
-        return HashStream(
-            "video",
+        self._enc, out = open_video_encoder(
+            self._container,
+            self.codec_name,
             self._codec.canonical_name,
+            frame,
+            rate,
             tb,
-            width=frame.width,
-            height=frame.height,
-            sar=frame.sample_aspect_ratio,
-            extradata=enc.extradata or None,
+            options=self.codec_options,
+            bitexact=self.bitexact,
+            display_matrix=self.display_matrix,
         )
+        return out
 
     def _side_output(self, side: SidePath) -> tuple[Any, Fraction]:
         """A side stream's output stream (or hash header entry) and time base; its encoder's
