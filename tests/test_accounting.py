@@ -215,3 +215,35 @@ def test_the_chain_stops_reading_when_the_output_trim_ends(clip: dict[str, str],
     stats = avdnn.run(clip["bigbuckbunny"], "hflip", output=str(out), format="framemd5", recording_time=2, an=True)
     assert stats.frames_written == 50 and stats.check(), stats.violations()
     assert stats.frames_read <= 50 + 8, stats.summary()
+
+
+@pytest.mark.parametrize("source_options", [{}, {"live_queue": 4}])
+def test_a_frame_lost_between_the_decoder_and_the_chain_is_caught(
+    source_options: dict[str, int], clip: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The frames left queued are counted, not inferred: one lost in the hand-off is a violation."""
+    from avdnn.graph import livequeue, pipeline, threads
+
+    seen = {"n": 0}
+
+    class Leaky(threads.Channel):  # type: ignore[type-arg]
+        def put(self, item: object) -> None:
+            seen["n"] += 1
+            if seen["n"] != 5:  # the 5th frame vanishes, uncounted
+                super().put(item)
+
+    if source_options:  # a file with -live_queue: the drop queue's lossless mode
+        real = livequeue.DropQueue.put
+        monkeypatch.setattr(livequeue.DropQueue, "put", lambda self, item: None if _fifth(seen) else real(self, item))
+    else:  # the decoder thread's channel (the output's writer keeps its own)
+        monkeypatch.setattr(pipeline, "Channel", Leaky)
+    stats = avdnn.run(
+        clip["carphone"], "", output=str(tmp_path / "o.md5"), format="framemd5", source_options=source_options
+    )
+    assert stats.frames_written == 119
+    assert any("lost 1 frame(s) before the chain" in v for v in stats.violations()), stats.violations()
+
+
+def _fifth(seen: dict[str, int]) -> bool:
+    seen["n"] += 1
+    return seen["n"] == 5

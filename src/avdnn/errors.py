@@ -26,6 +26,7 @@ Foreign exceptions (PyAV, onnxruntime, ...) are translated where they enter avdn
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno as _errno
 import os
@@ -269,6 +270,7 @@ def from_av_error(exc: BaseException, **context: Any) -> AvdnnError:
     """Translate a PyAV ``av.error.FFmpegError`` (or an OSError) into avdnn's tree."""
     if isinstance(exc, AvdnnError):  # ours already (our leaves are OSErrors too): keep its code
         return exc
+    _scrub(exc)  # it stays chained (__cause__): a traceback must not show the URL's credentials either
     err = getattr(exc, "errno", None)
     text = getattr(exc, "strerror", None) or str(exc)
     filename = getattr(exc, "filename", None)
@@ -278,6 +280,14 @@ def from_av_error(exc: BaseException, **context: Any) -> AvdnnError:
         code = err if err < 0 else AVERROR(err)
         return from_code(code, str(text), **context)
     return ExternalError(str(text), **context)
+
+
+def _scrub(exc: BaseException) -> None:
+    """The foreign error's URL (``filename``, its text and args) with credentials redacted, in place."""
+    with contextlib.suppress(AttributeError, TypeError):  # a read-only attribute: leave it
+        if isinstance(getattr(exc, "filename", None), str):
+            exc.filename = redact_text(exc.filename)  # type: ignore[attr-defined]
+    exc.args = tuple(redact_text(a) if isinstance(a, str) else a for a in exc.args)
 
 
 def closest(name: str, candidates: Iterable[str]) -> list[str]:

@@ -10,6 +10,7 @@ own RTSP server side) while ffmpeg publishes to it.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
@@ -289,3 +290,72 @@ def test_avdnn_listening_on_tcp_waits_for_its_sender(ffmpeg: str, served: dict[s
         proc.kill()
     assert proc.returncode == 0, err
     assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["b"])
+
+
+def test_a_server_ending_every_session_at_once_uses_up_the_reopenings(served: dict[str, Path], tmp_path: Path) -> None:
+    """Each connection gets the whole 1 s clip at once and is closed: every session is shorter than
+    -reconnect_delay, so the reopenings in a row (3 by default) end the input instead of replaying
+    the clip for ever, and each after a short session waits -reconnect_delay (no tight loop)."""
+    import time
+
+    data = served["b"].read_bytes()
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        sessions: list[int] = []
+
+        def serve() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    conn, _ = listener.accept()
+                    sessions.append(1)
+                    with conn:
+                        conn.sendall(data)
+
+        threading.Thread(target=serve, daemon=True).start()
+        start = time.monotonic()
+        stats = avdnn.run(
+            f"tcp://127.0.0.1:{port}",
+            "",
+            output=str(tmp_path / "o.md5"),
+            format="framemd5",
+            source_options={"live_drop": "none", "reconnect_delay": 0.2},
+        )
+        took = time.monotonic() - start
+    # the first session delivered (a loss after it is reopened at once), then 3 short ones in a row
+    assert stats.input_counters["reconnects"] == 4 == len(sessions) - 1
+    assert stats.frames_written == 5 * 30 and stats.check(), stats.violations()
+    assert 3 * 0.2 <= took < 20, took  # waited between the reopenings, and ended
+
+
+def test_a_listening_input_ends_when_its_sender_finishes(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
+    """avdnn listens (default options); ffmpeg sends the clip and exits: the input ends, as ffmpeg's
+    does (listening again would wait for ever)."""
+    port = free_port()
+    out = tmp_path / "l.md5"
+    result: dict[str, Any] = {}
+
+    def receive() -> None:
+        result["stats"] = avdnn.run(
+            f"tcp://127.0.0.1:{port}?listen=1",
+            "",
+            output=str(out),
+            format="framemd5",
+            source_options={"live_drop": "none"},
+        )
+
+    thread = threading.Thread(target=receive, daemon=True)
+    thread.start()
+    tcp_listening(port)
+    sender = subprocess.run(
+        [ffmpeg, "-v", "error", "-re", "-i", str(served["b"]), "-c", "copy", "-f", "mpegts", f"tcp://127.0.0.1:{port}"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert sender.returncode == 0, sender.stderr
+    thread.join(20)
+    assert not thread.is_alive(), "the listening input waited for a second sender"
+    assert result["stats"].frames_written == 30 and result["stats"].input_counters["reconnects"] == 0

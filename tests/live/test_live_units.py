@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+import avdnn
 from avdnn._util_redact import RedactFilter, redact_text, redact_url
 from avdnn.errors import AvdnnError, InvalidArgumentError, NotFoundError
 from avdnn.graph.latency import Latency
@@ -102,3 +103,16 @@ def test_continue_timeline() -> None:
     assert continue_timeline(end=5_000, shift=0, start=6_000, threshold=10_000) == (0, 1_000)
     # too far ahead (a discontinuity): placed right after
     assert continue_timeline(end=5_000, shift=0, start=50_000, threshold=10_000) == (-45_000, None)
+
+
+def test_a_failed_open_leaves_no_credentials_in_the_traceback() -> None:
+    """The chained PyAV error (``__cause__``) is redacted too: ``log.exception`` shows no password."""
+    import traceback
+
+    secret = "s3" + "cret"  # never literally in a source line the traceback prints
+    url = f"tcp://admin:{secret}@127.0.0.1:9/x?passphrase={secret}2"
+    with pytest.raises(avdnn.AvdnnError) as info:
+        avdnn.run(url, "", output="-", format="null", source_options={"reconnect_attempts": 0})
+    text = "".join(traceback.format_exception(info.value))
+    assert info.value.__cause__ is not None and "Connection refused" in text
+    assert secret not in text, text

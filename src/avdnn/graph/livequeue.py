@@ -34,14 +34,14 @@ class DropQueue(Channel[T]):
     frames dropped; ``name`` says which input, for the one log line of ``none``.
     """
 
-    def __init__(self, depth: int, policy: str, *, name: str = "") -> None:
+    def __init__(self, depth: int, policy: str, *, name: str = "", live: bool = True) -> None:
         if policy not in DROP_POLICIES:
             raise ValueError(f"unknown drop policy {policy!r}")
         super().__init__(depth)
         self.policy = policy
         self.name = name
         self.dropped = 0
-        self._warned = False
+        self._warned = not live  # a file's lossless queue waits by design: nothing to say
 
     @property
     def cause(self) -> str:
@@ -61,6 +61,7 @@ class DropQueue(Channel[T]):
             return
         with self._cond:
             if self._cancelled:
+                self.refused += 1
                 raise Cancelled
             if len(self._items) >= self._depth:
                 self.dropped += 1

@@ -28,7 +28,7 @@ from .livequeue import DropQueue, queue_policy
 from .parse import FilterSpec
 from .stats import COUNT_CHANGING, RunStats, StageStats
 from .stop import current_stop
-from .threads import Writer, prefetch
+from .threads import Channel, Writer, prefetch
 
 #: Frames queued between the decoder, the chain and the encoder threads (bounds memory).
 QUEUE_DEPTH = 4
@@ -65,6 +65,8 @@ class Pipeline:
         self.stats.input_live = bool(getattr(source, "live", False))
         #: A live input's queue before the chain, with its drop policy (graph.livequeue)
         self._queue: DropQueue[Frame] | None = None
+        #: the hand-off between the decoder thread and the chain (a live input's is _queue)
+        self._channel: Channel[Frame] | None = None
         for side in sink.sides if sink is not None else ():
             # streams around the chain: fed by the demuxer that reads the video, on its thread
             # (registered before anything reads the input: autorotation decodes a frame ahead; the
@@ -185,11 +187,14 @@ class Pipeline:
         it: Iterator[Frame] = self._read()
         policy = queue_policy(self.source, QUEUE_DEPTH)
         if policy is not None:  # a live input: read at its pace into the drop queue, on a thread always
-            self._queue = DropQueue(policy[1], policy[0], name=getattr(self.source, "name", ""))
+            live = bool(getattr(self.source, "live", False))
+            self._queue = DropQueue(policy[1], policy[0], name=getattr(self.source, "name", ""), live=live)
+            self._channel = self._queue
             it = self._reader = prefetch(it, policy[1], name="avdnn-live", channel=self._queue)
             it = self._consumed(it)
         elif self.threaded:
-            it = self._reader = prefetch(it, QUEUE_DEPTH, name="avdnn-decode")
+            self._channel = Channel(QUEUE_DEPTH)
+            it = self._reader = prefetch(it, QUEUE_DEPTH, name="avdnn-decode", channel=self._channel)
             it = self._consumed(it)
         for i in range(len(self.stages)):
             it = self._stage(i, it)
@@ -352,7 +357,11 @@ class Pipeline:
                 interrupt()  # a live input waiting to be reopened stops waiting
             self._reader.close()  # joins the decoder thread before the input is closed
             self._sync_drops()
-            self.stats.read_ahead = self.stats.frames_read - self._taken - sum(self.stats.input_dropped.values())
+            assert self._channel is not None
+            # counted, not inferred: a frame read and then neither taken, dropped nor left queued
+            # is a violation (graph.stats), never "decoded ahead"
+            self.stats.read_ahead = self._channel.refused
+            self.stats.input_taken = self._taken
         first: BaseException | None = None
         if (
             self.sink is not None

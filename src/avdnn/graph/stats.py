@@ -126,6 +126,8 @@ class RunStats:
     over_limit: int = 0
     #: Frames decoded ahead on the decoder thread that never entered the chain (early stop, error).
     read_ahead: int = 0
+    #: Frames the chain took from the decoder thread (None: no thread between them).
+    input_taken: int | None = None
     #: Frames the output could not take (encoder or muxer failure), by cause.
     output_failed: dict[str, int] = field(default_factory=dict)
     #: Frames that reached the output (the chain's last stage gave them).
@@ -216,6 +218,12 @@ class RunStats:
                     f"in flight {stage.in_flight}"
                 )
         entering = self.frames_read - self.read_ahead - sum(self.input_dropped.values())
+        if self.input_taken is not None and self.input_taken != entering:
+            bad.append(
+                f"the input lost {entering - self.input_taken} frame(s) before the chain: read "
+                f"{self.frames_read}, taken {self.input_taken}, dropped {sum(self.input_dropped.values())}, "
+                f"left queued {self.read_ahead}"
+            )
         if self.stages:
             if self.stages[0].frames_in != entering:
                 bad.append(f"the chain took {self.stages[0].frames_in} frame(s) but {entering} left the input")

@@ -35,6 +35,9 @@ class Channel(Generic[T]):
         self._error: BaseException | None = None
         self._ended = False
         self._cancelled = False
+        #: items the consumer never took: queued when it cancelled, or offered after (counted, for
+        #: the accounting: they are the frames read ahead of a run that stopped early)
+        self.refused = 0
 
     def put(self, item: T) -> None:
         """Blocks while full; raises Cancelled once the consumer has gone."""
@@ -42,6 +45,7 @@ class Channel(Generic[T]):
             while len(self._items) >= self._depth and not self._cancelled:
                 self._cond.wait()
             if self._cancelled:
+                self.refused += 1
                 raise Cancelled
             self._items.append(item)
             self._cond.notify_all()
@@ -58,6 +62,7 @@ class Channel(Generic[T]):
         with self._cond:
             self._cancelled = True
             dropped = len(self._items)
+            self.refused += dropped
             self._items.clear()
             self._cond.notify_all()
             return dropped

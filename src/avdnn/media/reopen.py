@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AvdnnError
-from .live import StallError, continue_timeline, open_input, translate
+from .live import StallError, _listens, continue_timeline, open_input, protocol, translate
 from .timing import AV_TIME_BASE, rescale
 
 if TYPE_CHECKING:
@@ -65,7 +65,28 @@ def reopen(source: Source, cause: AvdnnError | None) -> bool:
     raises ``cause`` (with why it was not reopened) when a failed one could not.
     """
     name = source.name
-    if source._stop.is_set() or source.live_options.reconnect_attempts == 0:  # ending, or never reopened
+    live = source.live_options
+    # a session counts as healthy when it gave frames for at least -reconnect_delay: only then is
+    # the budget of reopenings restored (a server that ends every session at once uses it up)
+    healthy = (
+        source.frames_decoded > source._frames_at_reopen
+        and time.monotonic() - source._reopened_at >= live.reconnect_delay
+    )
+    source._idle_reopens = 0 if healthy else source._idle_reopens + 1
+    source._frames_at_reopen = source.frames_decoded
+    ended_for_good = cause is None and _ends_at_eof(source)
+    spent = live.reconnect_attempts != -1 and source._idle_reopens > live.reconnect_attempts
+    if source._stop.is_set() or live.reconnect_attempts == 0 or ended_for_good or spent:
+        # ending; never reopened; a stream that ends as ffmpeg ends it (a listening input's sender
+        # finished, an http stream ended: http's own -reconnect_at_eof covers that); or reopenings
+        # in a row that gave nothing (a server that ends every session at once) used the budget
+        if cause is not None:
+            raise cause
+        if spent:
+            log.warning("%s: ended (%d reopening(s) in a row gave no lasting stream)", name, source._idle_reopens - 1)
+        return False
+    if source._idle_reopens > 0 and source._stop.wait(live.reconnect_delay):
+        # the last session gave no frame: wait as between attempts (never reopen in a tight loop)
         if cause is not None:
             raise cause
         return False
@@ -93,13 +114,22 @@ def reopen(source: Source, cause: AvdnnError | None) -> bool:
     else:
         old.close()
     source.live_stats.reconnects += 1
-    source._gap_from = since
+    source._reopened_at = time.monotonic()
+    if source._gap_from is None:  # two losses without a frame between them: one gap, from the first
+        source._gap_from = since
     _rebind(source, container, index)
     _continue(source, container)
     log.warning(
         "%s: reopened after %.1f s%s", name, time.monotonic() - lost_at, "" if cause else " (after end of stream)"
     )
     return True
+
+
+def _ends_at_eof(source: Source) -> bool:
+    """Whether the end of this input's stream ends it, as in ffmpeg: a listening input (its sender
+    finished: listening again would wait for ever) and http(s), which has its own reconnect options."""
+    options = source._open_args.get("options") or {}
+    return _listens(source.url, options) or protocol(source.url) in ("http", "https")
 
 
 def _rebind(source: Source, container: Any, index: int | None) -> None:

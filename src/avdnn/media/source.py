@@ -131,6 +131,10 @@ class Source:
         self.live_stats = LiveStats()
         self._stop = threading.Event()  # the run is ending: no more waiting to reopen
         self._gap_from: float | None = None
+        #: reopenings in a row whose session gave no frame, and the frame count at the last (media.reopen)
+        self._idle_reopens = 0
+        self._frames_at_reopen = 0
+        self._reopened_at = float("-inf")
         self._last_in = [0.0]  # when the last packet arrived (media.reopen: the gap starts there)
         self._retired: list[Any] = []  # containers of the sessions before a reopening (media.reopen)
         #: Packets of the streams that go around the chain, by input stream index (see media.sidepath).
