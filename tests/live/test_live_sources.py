@@ -89,7 +89,8 @@ def test_tcp_server_restarted_mid_run_is_reopened(ffmpeg: str, served: dict[str,
                 "",
                 output=str(out),
                 format="framemd5",
-                source_options={"reconnect_attempts": 8, "reconnect_delay": 0.25, "live_drop": "none"},
+                # attempts for up to 10 s while the second server starts (a loaded machine is slow)
+                source_options={"reconnect_attempts": 40, "reconnect_delay": 0.25, "live_drop": "none"},
                 progress=progress,
             )
         except BaseException as exc:  # noqa: BLE001 - handed to the test thread

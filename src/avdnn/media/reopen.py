@@ -134,6 +134,13 @@ def _ends_at_eof(source: Source) -> bool:
 
 def _rebind(source: Source, container: Any, index: int | None) -> None:
     """The new session's video stream to the same decoder; the side streams by index, as before."""
+    missing = [i for i in source.side_handlers if i >= len(container.streams)]
+    if missing:  # another stream layout: the side paths cannot follow (an error line, not a traceback)
+        raise AvdnnError(
+            f"reopened with {len(container.streams)} stream(s), without stream #{missing[0]} that an "
+            "output takes: a new stream layout is not supported",
+            file=source.name,
+        )
     if index is None:
         return
     streams = container.streams
@@ -143,6 +150,10 @@ def _rebind(source: Source, container: Any, index: int | None) -> None:
     if new is None:
         raise AvdnnError("reopened without a video stream", file=source.name)
     source._stream = new
+    if source._discard is not None:  # -discard applies to every session's video stream
+        from .decode import discard_value
+
+        new.discard = discard_value(source._discard)
     if source.decoder is not None:
         source.decoder.rebind(new)
 
