@@ -287,7 +287,15 @@ def _scrub(exc: BaseException) -> None:
     with contextlib.suppress(AttributeError, TypeError):  # a read-only attribute: leave it
         if isinstance(getattr(exc, "filename", None), str):
             exc.filename = redact_text(exc.filename)  # type: ignore[attr-defined]
-    exc.args = tuple(redact_text(a) if isinstance(a, str) else a for a in exc.args)
+    exc.args = _redacted(exc.args)
+    log = getattr(exc, "log", None)  # PyAV keeps libav's last error line, URL included, for its str()
+    if isinstance(log, tuple):
+        with contextlib.suppress(AttributeError, TypeError):
+            exc.log = _redacted(log)  # type: ignore[attr-defined]
+
+
+def _redacted(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(redact_text(v) if isinstance(v, str) else _redacted(v) if isinstance(v, tuple) else v for v in values)
 
 
 def closest(name: str, candidates: Iterable[str]) -> list[str]:
