@@ -139,8 +139,8 @@ class Writer:
         self._chan: Channel[Any] = Channel(depth)
         self.error: BaseException | None = None
         self.stopped = threading.Event()
-        #: Items accepted or offered after the consumer stopped, never consumed.
-        self.unwritten = 0
+        #: items offered after the consumer stopped (counted by the producer's thread only)
+        self._offered_late = 0
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -153,32 +153,38 @@ class Writer:
                 if not self._consume(item):
                     self._stop()
                     self.stopped.set()
-                    self.unwritten += self._chan.cancel()  # counted and dropped under one lock: none slips by
+                    self._chan.cancel()  # counted (Channel.refused) and dropped under one lock: none slips by
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to the producer
             self.error = exc
             self._stop()
-            self.unwritten += self._chan.cancel()
+            self._chan.cancel()
 
     def _stop(self) -> None:
         if self._on_stop is not None:
             with contextlib.suppress(Exception):  # a failed interrupt only means a slower stop
                 self._on_stop()
 
+    @property
+    def unwritten(self) -> int:
+        """Items accepted or offered after the consumer stopped, never consumed. Each counter has
+        one writer (the channel's, under its lock; the producer's own), so no update is lost: the
+        two threads once both did ``+= 1`` on one attribute and a -frames:v run lost a frame."""
+        return self._chan.refused + self._offered_late
+
     def put(self, item: Any) -> bool:
         """Queue one item; False once the consumer stopped; raises its error."""
         if self.error is not None:
             raise self.error
         if self.stopped.is_set():
-            self.unwritten += 1
+            self._offered_late += 1
             return False
         try:
             self._chan.put(item)
         except Cancelled:
             if self.error is not None:
                 raise self.error from None
-            self.unwritten += 1
-            return False
+            return False  # Channel.refused counted it
         return True
 
     def finish(self) -> None:
