@@ -10,7 +10,7 @@ from fractions import Fraction
 import pytest
 
 from avdnn import errors
-from avdnn.media import libav
+from avdnn.media import filteropts, libav
 
 IN = {
     "width": 64,
@@ -22,8 +22,8 @@ IN = {
 }
 
 
-def _opt(filter_name: str, option: str) -> libav.OptionInfo:
-    opts = libav.filter_options(filter_name)
+def _opt(filter_name: str, option: str) -> filteropts.OptionInfo:
+    opts = filteropts.filter_options(filter_name)
     assert opts is not None
     return next(o for o in opts if o.name == option and o.type != "const")
 
@@ -142,8 +142,8 @@ def test_probe_is_thread_safe() -> None:
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(lambda c: libav.probe_chain(c, **IN), chains)) == expected
         assert (
-            list(pool.map(libav.filter_options, ["scale", "fps"] * 8))
-            == [libav.filter_options("scale"), libav.filter_options("fps")] * 8
+            list(pool.map(filteropts.filter_options, ["scale", "fps"] * 8))
+            == [filteropts.filter_options("scale"), filteropts.filter_options("fps")] * 8
         )
 
 
@@ -151,7 +151,7 @@ def test_probe_is_thread_safe() -> None:
 
 
 def test_scale_option_names() -> None:
-    names = libav.filter_option_names("scale")
+    names = filteropts.filter_option_names("scale")
     assert names is not None
     assert names[:4] == ["w", "width", "h", "height"]
     assert {"flags", "interl", "size", "s", "force_original_aspect_ratio", "eval"} <= set(names)
@@ -193,53 +193,53 @@ def test_array_options() -> None:
 
 
 def test_consts() -> None:
-    assert libav.option_consts("fps", "round") == ["zero", "inf", "down", "up", "near"]
-    assert libav.option_consts("fps", "eof_action") == ["round", "pass"]
-    assert {"auto", "bt601", "bt709", "bt2020"} <= set(libav.option_consts("scale", "in_color_matrix"))
-    assert libav.option_consts("scale", "w") == []
-    assert libav.option_consts("scale", "nosuchoption") == []
-    assert libav.option_consts("nosuchfilter", "w") == []
-    zero = next(o for o in libav.filter_options("fps") or [] if o.name == "zero")
+    assert filteropts.option_consts("fps", "round") == ["zero", "inf", "down", "up", "near"]
+    assert filteropts.option_consts("fps", "eof_action") == ["round", "pass"]
+    assert {"auto", "bt601", "bt709", "bt2020"} <= set(filteropts.option_consts("scale", "in_color_matrix"))
+    assert filteropts.option_consts("scale", "w") == []
+    assert filteropts.option_consts("scale", "nosuchoption") == []
+    assert filteropts.option_consts("nosuchfilter", "w") == []
+    zero = next(o for o in filteropts.filter_options("fps") or [] if o.name == "zero")
     assert (zero.type, zero.default, zero.unit) == ("const", 0, "round")
-    assert "zero" not in (libav.filter_option_names("fps") or [])
+    assert "zero" not in (filteropts.filter_option_names("fps") or [])
 
 
 def test_child_class_options() -> None:
-    names = libav.filter_option_names("overlay") or []
+    names = filteropts.filter_option_names("overlay") or []
     assert {"shortest", "repeatlast", "eof_action"} <= set(names)
     assert names.count("eof_action") == 1  # own and framesync's, listed once
-    assert "osr" in (libav.filter_option_names("aresample") or [])  # the SWResampler child
-    own = libav.filter_options("overlay", children=False) or []
+    assert "osr" in (filteropts.filter_option_names("aresample") or [])  # the SWResampler child
+    own = filteropts.filter_options("overlay", children=False) or []
     assert {o.owner for o in own} == {"overlay"}
-    assert "framesync" in {o.owner for o in libav.filter_options("overlay") or []}
-    assert libav.option_consts("overlay", "eof_action") == ["repeat", "endall", "pass"]
+    assert "framesync" in {o.owner for o in filteropts.filter_options("overlay") or []}
+    assert filteropts.option_consts("overlay", "eof_action") == ["repeat", "endall", "pass"]
 
 
 def test_unknown_and_optionless_filters() -> None:
-    assert libav.filter_options("nosuchfilter") is None
-    assert libav.filter_option_names("nosuchfilter") is None
-    assert libav.filter_options("null") == []
-    assert libav.filter_option_names("null") == []
+    assert filteropts.filter_options("nosuchfilter") is None
+    assert filteropts.filter_option_names("nosuchfilter") is None
+    assert filteropts.filter_options("null") == []
+    assert filteropts.filter_option_names("null") == []
 
 
 # --------------------------------------------------------------------------- filter info
 
 
 def test_filter_info() -> None:
-    scale = libav.filter_info("scale")
+    scale = filteropts.filter_info("scale")
     assert scale is not None and (scale.nb_inputs, scale.nb_outputs) == (1, 1)
     assert not scale.is_source and scale.description
-    assert libav.filter_description("scale") == scale.description
-    assert libav.filter_description("fps") == "Force constant framerate."
-    assert libav.filter_description("nosuchfilter") is None
-    assert libav.filter_info("nosuchfilter") is None
-    hstack = libav.filter_info("hstack")
+    assert filteropts.filter_description("scale") == scale.description
+    assert filteropts.filter_description("fps") == "Force constant framerate."
+    assert filteropts.filter_description("nosuchfilter") is None
+    assert filteropts.filter_info("nosuchfilter") is None
+    hstack = filteropts.filter_info("hstack")
     assert hstack is not None and hstack.dynamic_inputs and hstack.nb_inputs == 0
-    split = libav.filter_info("split")
+    split = filteropts.filter_info("split")
     assert split is not None and split.dynamic_outputs and split.nb_inputs == 1
-    nullsink = libav.filter_info("nullsink")
+    nullsink = filteropts.filter_info("nullsink")
     assert nullsink is not None and (nullsink.nb_inputs, nullsink.nb_outputs) == (1, 0)
-    hflip, fps = libav.filter_info("hflip"), libav.filter_info("fps")
+    hflip, fps = filteropts.filter_info("hflip"), filteropts.filter_info("fps")
     assert hflip is not None and hflip.timeline
     assert fps is not None and not fps.timeline
 
@@ -259,4 +259,4 @@ def test_filter_info() -> None:
     ],
 )
 def test_filter_is_source(name: str, expected: bool) -> None:
-    assert libav.filter_is_source(name) is expected
+    assert filteropts.filter_is_source(name) is expected

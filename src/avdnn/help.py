@@ -75,13 +75,13 @@ def _avdnn_filter_help(name: str) -> str:
 
 
 def _lavfi_filter_help(name: str) -> str:
-    from .media import libav
+    from .media import filteropts
 
-    info = libav.filter_info(name)
+    info = filteropts.filter_info(name)
     if info is None:
         raise FilterNotFoundError(f"Unknown filter '{name}'{did_you_mean(name, _all_names())}")
     lines = [f"Filter {name} (libavfilter)", f"  {info.description or ''}"]
-    opts = libav.filter_options(name) or []
+    opts = filteropts.filter_options(name) or []
     if opts:
         lines.append(f"{name} AVOptions:")
     for o in opts:

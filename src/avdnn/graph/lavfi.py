@@ -52,7 +52,7 @@ _CONTEXT_OPTIONS = ("thread_type", "threads", "enable", "extra_hw_frames")
 
 def _name_bad_option(spec: FilterSpec, err: AvdnnError) -> AvdnnError:
     try:
-        from ..media.libav import filter_option_names
+        from ..media.filteropts import filter_option_names
 
         valid = [*(filter_option_names(spec.name) or []), *_CONTEXT_OPTIONS]
         keys = [k for k, _ in split_options(spec.args or "") if k is not None]
