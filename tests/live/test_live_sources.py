@@ -32,6 +32,16 @@ def _serve_tcp(ffmpeg: str, clip: Path) -> tuple[Server, str]:
     return server, f"tcp://127.0.0.1:{port}"
 
 
+def _receiver(options: list[str], url: str, out: Path) -> subprocess.Popen[str]:
+    """avdnn reading ``url`` (after its input ``options``) to a framemd5 file, in a subprocess."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "avdnn", "-hide_banner", "-nostats", *options, "-i", url, "-f", "framemd5", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_tcp_stream_at_native_rate_is_read_whole(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "tcp.framemd5"
     server, url = _serve_tcp(ffmpeg, served["b"])
@@ -52,13 +62,8 @@ def test_udp_stream_is_read_whole_and_its_silence_ends_the_run(
     """UDP has no end of stream: the sender's silence is a stall, -live_timeout ends it (one line, non-zero)."""
     port = free_port(socket.SOCK_DGRAM)
     out = tmp_path / "udp.framemd5"
-    argv = ["-hide_banner", "-nostats", "-live_timeout", "2", "-reconnect_attempts", "0", "-live_drop", "none"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "avdnn", *argv, "-i", f"udp://127.0.0.1:{port}", "-f", "framemd5", str(out)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    options = ["-live_timeout", "2", "-reconnect_attempts", "0", "-live_drop", "none"]
+    proc = _receiver(options, f"udp://127.0.0.1:{port}", out)
     try:
         udp_bound(port)
         with Server(ffmpeg, served["a"], f"udp://127.0.0.1:{port}?pkt_size=1316") as server:
@@ -234,12 +239,7 @@ def test_rtsp_published_by_ffmpeg_to_avdnn_listening(ffmpeg: str, served: dict[s
         "-live_drop",
         "none",
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "avdnn", *argv, "-i", url, "-f", "framemd5", str(out)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _receiver(argv, url, out)
     try:
         tcp_listening(port, deadline=20)
         publish = [
@@ -273,13 +273,8 @@ def test_avdnn_listening_on_tcp_waits_for_its_sender(ffmpeg: str, served: dict[s
     """``?listen=1`` passes through to tcp, and a listening input waits past -live_timeout for its peer."""
     port = free_port()
     out = tmp_path / "listen.framemd5"
-    argv = ["-hide_banner", "-nostats", "-live_timeout", "1", "-reconnect_attempts", "0", "-live_drop", "none"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "avdnn", *argv, "-i", f"tcp://127.0.0.1:{port}?listen=1", "-f", "framemd5", str(out)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    options = ["-live_timeout", "1", "-reconnect_attempts", "0", "-live_drop", "none"]
+    proc = _receiver(options, f"tcp://127.0.0.1:{port}?listen=1", out)
     try:
         tcp_listening(port)
         threading.Event().wait(1.5)  # longer than -live_timeout: the open must not give up meanwhile
