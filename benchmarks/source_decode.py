@@ -1,7 +1,7 @@
 """Does the input side cost the video path anything? Source against a bare PyAV decode loop.
 
 (a) is a bare loop: demux, decode with frame threads, shift the pts. (b) is
-:class:`avdnn.media.source.Source` with its defaults (error policy, counters, autorotation
+:class:`avdnn.media.input.source.Source` with its defaults (error policy, counters, autorotation
 check, no trim). (c) adds a 90-degree display matrix override (a transpose in libavfilter, as
 ffmpeg inserts), for scale. ``--baseline REV`` adds (z), the Source of git revision REV, loaded
 from ``git show``, so a change to the input side is measured against what it replaces. Each
@@ -53,23 +53,27 @@ def bare(path: str) -> int:
 
 def source(path: str, module: Any = None, **kw: Any) -> int:
     if module is None:
-        from avdnn.media import source as module
+        from avdnn.media.input import source as module
     with module.Source(path, **kw) as src:
         src.info  # noqa: B018 - what the pipeline asks first
         return sum(1 for _ in src)
 
 
 def baseline(rev: str) -> Any:
-    """avdnn.media.source as it was at ``rev``, importable next to today's."""
+    """avdnn.media.input.source as it was at ``rev``, importable next to today's.
+
+    A revision from before the package layout (media/source.py, relative imports) does not
+    import against today's modules: take one from after it.
+    """
     text = subprocess.run(
-        ["git", "show", f"{rev}:src/avdnn/media/source.py"], check=True, capture_output=True, text=True
+        ["git", "show", f"{rev}:src/avdnn/media/input/source.py"], check=True, capture_output=True, text=True
     ).stdout
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(text)
-    spec = importlib.util.spec_from_file_location("avdnn.media._source_baseline", f.name)
+    spec = importlib.util.spec_from_file_location("avdnn.media.input._source_baseline", f.name)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    mod.__package__ = "avdnn.media"
+    mod.__package__ = "avdnn.media.input"
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod

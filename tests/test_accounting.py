@@ -110,7 +110,7 @@ def test_a_lavfi_segment_without_count_changing_filters_must_balance() -> None:
     stream = avdnn.run("testsrc=s=32x32:d=1", "fps=5,scale=16:16", input_format="lavfi")
     assert len(list(stream)) == 5
     assert stream.stats.check() and stream.stats.frames_dropped == {"fps,scale": 20}
-    from avdnn.graph.stats import StageStats
+    from avdnn.run.stats import StageStats
 
     strict = StageStats("scale", frames_in=10, frames_out=7)
     strict.settle(changes_count=False, ended_early=False)
@@ -222,7 +222,7 @@ def test_a_frame_lost_between_the_decoder_and_the_chain_is_caught(
     source_options: dict[str, int], clip: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The frames left queued are counted, not inferred: one lost in the hand-off is a violation."""
-    from avdnn.graph import livequeue, pipeline, threads
+    from avdnn.run import livequeue, pipeline, threads
 
     seen = {"n": 0}
 

@@ -86,7 +86,7 @@ def test_frames_limit_closes_cleanly() -> None:
     assert limited.stats.frames_written == 3
     assert limited.stats.stopped_early
     assert limited.stats.check(), limited.stats.summary()
-    from avdnn.graph.pipeline import QUEUE_DEPTH
+    from avdnn.run.pipeline import QUEUE_DEPTH
 
     # stopped reading, not decoded to the end (the decoder thread runs at most a queue ahead)
     assert limited.stats.frames_read <= 3 + QUEUE_DEPTH + 2

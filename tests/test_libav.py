@@ -10,7 +10,8 @@ from fractions import Fraction
 import pytest
 
 from avdnn import errors
-from avdnn.media import filteropts, libav
+from avdnn.media.libav import bindings as libav
+from avdnn.media.libav import filteropts
 
 IN = {
     "width": 64,

@@ -10,8 +10,19 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
-from .api import FrameStream, StreamOptions, keep_models, open, run  # noqa: A004 - avdnn.open, as av.open
-from .errors import (
+from avdnn.api import (
+    FrameStream,
+    Job,
+    MultiFrameStream,
+    OutputsFailedError,
+    StreamOptions,
+    keep_models,
+    open,  # noqa: A004 - avdnn.open, as av.open
+    open_many,
+    run,
+    run_many,
+)
+from avdnn.errors import (
     AvdnnError,
     BackendUnavailableError,
     ExternalError,
@@ -26,12 +37,11 @@ from .errors import (
     OutOfRangeError,
     PermissionDeniedError,
 )
-from .graph.runstats import MultiRunStats, OutputResult
-from .graph.stats import RunStats
-from .media.detections import Detections
-from .media.frame import Frame, SideData
-from .multi import Job, MultiFrameStream, OutputsFailedError, open_many, run_many
-from .tracking import TrackSummary
+from avdnn.media.detections import Detections
+from avdnn.media.frame import Frame, SideData
+from avdnn.run.multistats import MultiRunStats, OutputResult
+from avdnn.run.stats import RunStats
+from avdnn.tracking import TrackSummary
 
 __version__ = "0.1.0"
 

@@ -33,7 +33,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ._util_redact import redact_text
+from avdnn._util.redact import redact_text
 
 
 def fferrtag(a: int | str, b: int | str, c: int | str, d: int | str) -> int:

@@ -290,8 +290,8 @@ def test_importing_avdnn_imports_no_runtime() -> None:
     import subprocess
 
     code = (
-        "import sys, avdnn, avdnn.dnn.backends, avdnn.filters.dnn_processing, avdnn.help; "
-        "from avdnn.help import help_text; help_text('filter=dnn_processing'); "
+        "import sys, avdnn, avdnn.dnn.backends, avdnn.filters.dnn_processing, avdnn.cli.help; "
+        "from avdnn.cli.help import help_text; help_text('filter=dnn_processing'); "
         "bad = [m for m in ('onnxruntime', 'openvino', 'torch', 'tensorflow', 'ai_edge_litert') "
         "if m in sys.modules]; assert not bad, bad"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from bkutil import identity_onnx
 
-from avdnn import _util_cores
+from avdnn._util import cores as _util_cores
 from avdnn.dnn import DnnConfig, interface, load_model, tasks
 
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from bkutil import identity_onnx
 
+from avdnn.cli.help import help_text
 from avdnn.dnn import BackendSpec, backend_for_path, register_backend, unregister_backend
 from avdnn.dnn.backends.mock import MockBackend
 from avdnn.dnn.interface import BackendOption, DNNBackendType, ModelConfig
 from avdnn.errors import AVERROR, InvalidArgumentError
 from avdnn.filters.options import bind_options
 from avdnn.filters.registry import KNOWN_FILTERS, get_filter
-from avdnn.help import help_text
 from avdnn.media.frame import Frame
 
 PLUGIN = DNNBackendType(64)

@@ -17,9 +17,9 @@ from spine_util import run_cli
 
 import avdnn
 from avdnn.batch import ledger
-from avdnn.batch.command import split_argv
 from avdnn.batch.plan import expand_inputs, fields, job_hash, partial_name, plan, stale_partials
 from avdnn.batch.report import BatchReport, FileReport
+from avdnn.cli.batch import split_argv
 from avdnn.errors import AVERROR_EXTERNAL, BackendUnavailableError, InvalidArgumentError, NotFoundError
 
 

@@ -18,7 +18,7 @@ import av
 import pytest
 from onnx_models import identity
 
-from avdnn.cli import exit_status, main
+from avdnn.cli.command import exit_status, main
 from avdnn.dnn import faults
 from avdnn.errors import AVERROR, AVERROR_EXTERNAL
 

@@ -88,7 +88,7 @@ def test_frames_limit_cancels_the_runs_in_flight(
 
 def test_a_failing_output_still_reports_its_own_error(blocking: Blocking, monkeypatch: pytest.MonkeyPatch) -> None:
     """The interrupt that follows an output error must not hide it behind AVERROR_EXIT."""
-    from avdnn.media.sink import Sink
+    from avdnn.media.output.sink import Sink
 
     real_write = Sink.write
     written: list[int] = []

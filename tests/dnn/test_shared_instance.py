@@ -240,7 +240,7 @@ def test_a_run_scope_holds_its_instance_until_it_ends() -> None:
 def test_the_default_scope_frees_at_the_last_close_and_keeps_few_reports() -> None:
     """No scope entered: the last close frees the instance, a later filter loads it anew, and
     the process-wide scope keeps only live instances and the newest few reports."""
-    from avdnn.dnn.scope import DEFAULT_SCOPE_REPORTS
+    from avdnn.dnn.shared.scope import DEFAULT_SCOPE_REPORTS
 
     mock = Recording()
     cls = mock.as_backend()
@@ -381,7 +381,7 @@ def test_one_name_is_one_load_for_the_run_when_the_first_filter_closes_first(
 ) -> None:
     """Finding 3: one output's filter ends and closes before another output's filter is built;
     the run's scope still holds the model: one load, one report naming both streams."""
-    from avdnn.dnn import instance
+    from avdnn.dnn.shared import instance
 
     loads: list[str] = []
     real = instance.load_backend
@@ -437,7 +437,7 @@ def test_filter_options_model_instance_and_batch_timeout(model: str) -> None:
 
 def test_two_pipelines_over_a_real_clip_share_and_match_the_single_stream_run(model: str, clip: dict) -> None:
     """The Python API, two runs built on this thread inside one scope, iterated on two threads."""
-    from avdnn import api
+    from avdnn.api import single as api
 
     counts = (6, 15)  # one stream ends (and leaves the instance) while the other goes on
     chain = f"format=rgb24,dnn_processing=model={model}:batch_size=4"
@@ -492,8 +492,8 @@ def test_an_output_stopping_early_leaves_the_other_running(
 ) -> None:
     """api.run to framemd5 on two threads: the -frames:v output stops (its writer interrupts its
     filter) while the other runs to its end; both equal their single-stream runs."""
-    from avdnn import api
-    from avdnn.dnn.shared_engine import SharedEngine
+    from avdnn.api import single as api
+    from avdnn.dnn.shared.engine import SharedEngine
 
     stopped: list[str] = []
     real = SharedEngine.interrupt_for

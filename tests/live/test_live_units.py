@@ -8,12 +8,12 @@ import threading
 import pytest
 
 import avdnn
-from avdnn._util_redact import RedactFilter, redact_text, redact_url
+from avdnn._util.redact import RedactFilter, redact_text, redact_url
 from avdnn.errors import AvdnnError, InvalidArgumentError, NotFoundError
-from avdnn.graph.latency import Latency
-from avdnn.graph.livequeue import DropQueue, queue_policy
-from avdnn.graph.threads import prefetch
-from avdnn.media.live import LiveOptions, continue_timeline, is_network
+from avdnn.media.input.live import LiveOptions, continue_timeline, is_network
+from avdnn.run.latency import Latency
+from avdnn.run.livequeue import DropQueue, queue_policy
+from avdnn.run.threads import prefetch
 
 
 @pytest.mark.parametrize(

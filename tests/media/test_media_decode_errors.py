@@ -13,8 +13,8 @@ from media_util import both, corrupt_mp4, ffmpeg_make, frame_lines
 
 import avdnn
 from avdnn.errors import AVERROR_INVALIDDATA, InvalidDataError
-from avdnn.media.decode import ErrorRateExceededError, VideoDecoder
-from avdnn.media.source import Source
+from avdnn.media.input.decode import ErrorRateExceededError, VideoDecoder
+from avdnn.media.input.source import Source
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from media_util import both, ffmpeg_make, frame_lines
 
-from avdnn.media.framedata import display_matrix
-from avdnn.media.rotate import autorotate_filters, get_rotation, matrix_from_options
-from avdnn.media.source import Source
+from avdnn.media.input.framedata import display_matrix
+from avdnn.media.input.rotate import autorotate_filters, get_rotation, matrix_from_options
+from avdnn.media.input.source import Source
 
 ROTATIONS = [
     ("90", []),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from media_util import both, frame_lines
 
-from avdnn.cli import parse_args
+from avdnn.cli.command import parse_args
 from avdnn.errors import InvalidArgumentError
-from avdnn.media.source import Source
+from avdnn.media.input.source import Source
 from avdnn.media.timing import Pacer, parse_time, rescale
 
 CASES = {
@@ -180,7 +180,7 @@ def test_api_run_takes_source_options(clip: dict[str, str]) -> None:
 
     frames = list(avdnn.run(clip["carphone"], "format=gray", source_options={"seek": 1, "duration": 0.5}))
     assert len(frames) == 15 and frames[0].format == "gray"
-    from avdnn.api import open_source
+    from avdnn.api.single import open_source
 
     with open_source(clip["carphone"], source_options={"display_rotation": 90, "to": "200ms"}) as src:
         assert (src.info.width, src.info.height) == (144, 176)

@@ -17,7 +17,7 @@ import builders
 import pytest
 from ffmpeg_oracle import FFMPEG, PRE, SOURCE
 
-from avdnn.cli import main as avdnn_main
+from avdnn.cli.command import main as avdnn_main
 
 CASES = [
     # (filter, model builder, input pixel format, output pixel format)

@@ -329,7 +329,7 @@ def test_a_failed_probe_keeps_the_anchors_rate_and_aspect_and_says_so(
     ffmpeg: str, clip: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Probing the core's output fails: the rate (tb 1001/30000) and SAR 128/117 stay input #0's, with a warning."""
-    import avdnn.media.lavfipads as lavfipads
+    import avdnn.media.libav.pads as lavfipads
     from avdnn.errors import AvdnnError
 
     graph = "[0:v]hflip[a];[0:v][a]hstack[out]"

@@ -344,7 +344,7 @@ def test_a_slow_chain_neither_desyncs_nor_grows_the_audio_buffers(
     import time as _time
 
     from avdnn.filters.base import Filter
-    from avdnn.media import sink as sink_module
+    from avdnn.media.output import sink as sink_module
 
     class _Slow(Filter):
         name = "avdnn_test_slow"

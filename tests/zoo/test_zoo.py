@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from avdnn.cli import main
+from avdnn.cli.command import main
 from avdnn.errors import BackendUnavailableError, InvalidArgumentError, NotFoundError
 from avdnn.filters.options import bind_options
 from avdnn.filters.registry import get_filter

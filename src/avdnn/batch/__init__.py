@@ -13,8 +13,8 @@ import sys
 import types
 from typing import Any
 
-from .report import BatchReport, FileReport
-from .runner import batch
+from avdnn.batch.report import BatchReport, FileReport
+from avdnn.batch.runner import batch
 
 
 class _CallableModule(types.ModuleType):

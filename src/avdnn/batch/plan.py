@@ -15,7 +15,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidArgumentError, NotFoundError
+from avdnn.errors import InvalidArgumentError, NotFoundError
 
 #: The template fields, and what each is for an input ``/data/cams/a.mp4`` at index 3.
 FIELDS = ("stem", "name", "parent", "index")  # a, a.mp4, cams, 3

@@ -6,8 +6,8 @@ import sys
 import time
 from typing import Any
 
-from ..errors import BackendUnavailableError
-from .report import FileReport
+from avdnn.batch.report import FileReport
+from avdnn.errors import BackendUnavailableError
 
 
 class CorpusProgress:

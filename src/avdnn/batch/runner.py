@@ -24,7 +24,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import (
+from avdnn.batch import ledger
+from avdnn.batch.plan import FileTask, expand_inputs, job_hash, plan, stale_partials
+from avdnn.batch.progress import CorpusProgress
+from avdnn.batch.report import BatchReport, FileReport
+from avdnn.batch.worker import ChainWorker, JobFailure
+from avdnn.errors import (
     AVERROR_EXTERNAL,
     AvdnnError,
     BackendUnavailableError,
@@ -33,11 +38,6 @@ from ..errors import (
     from_code,
     from_errno,
 )
-from . import ledger
-from .plan import FileTask, expand_inputs, job_hash, plan, stale_partials
-from .progress import CorpusProgress
-from .report import BatchReport, FileReport
-from .worker import ChainWorker, JobFailure
 
 log = logging.getLogger("avdnn.batch")
 

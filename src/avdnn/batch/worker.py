@@ -22,11 +22,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import api
-from ..errors import AvdnnError, FilterNotFoundError, OptionNotFoundError, from_av_error, from_errno
-from . import ledger
-from .plan import FileTask, partial_name, stale_partials
-from .report import FileReport
+from avdnn.api import single as api
+from avdnn.batch import ledger
+from avdnn.batch.plan import FileTask, partial_name, stale_partials
+from avdnn.batch.report import FileReport
+from avdnn.errors import AvdnnError, FilterNotFoundError, OptionNotFoundError, from_av_error, from_errno
 
 #: Errors of the job itself (the chain names a filter or option that does not exist): every file
 #: would fail the same way, so the driver stops the run at the first one.

@@ -10,7 +10,7 @@ here imports a DNN runtime until a model is loaded.
 
 from __future__ import annotations
 
-from .backends import (
+from avdnn.dnn.backends import (
     FFMPEG_BACKEND_NAMES,
     KNOWN_BACKENDS,
     BackendSpec,
@@ -23,8 +23,8 @@ from .backends import (
     spec_for,
     unregister_backend,
 )
-from .engine import Engine, EngineStats, Item, Result, Task
-from .interface import (
+from avdnn.dnn.engine import Engine, EngineStats, Item, Result, Task
+from avdnn.dnn.interface import (
     DNNAsyncStatusType,
     DNNBackendType,
     DNNColorOrder,
@@ -35,8 +35,8 @@ from .interface import (
     ModelIO,
     TensorInfo,
 )
-from .model import DEFAULT_BATCH_TIMEOUT, DnnConfig, DnnModel, load_model
-from .shared import InstanceReport, InstanceScope
+from avdnn.dnn.model import DEFAULT_BATCH_TIMEOUT, DnnConfig, DnnModel, load_model
+from avdnn.dnn.shared import InstanceReport, InstanceScope
 
 __all__ = [
     "DEFAULT_BATCH_TIMEOUT",

@@ -36,10 +36,20 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AvdnnError, ExitRequestedError, ExternalError, InvalidArgumentError
-from .faults import FaultPlan, current_plan
-from .interface import DNNAsyncStatusType, DoneCallback
-from .tasks import EngineStats, Item, Request, Result, Task, as_error, auto_nireq, failure, worker_start_error
+from avdnn.dnn.faults import FaultPlan, current_plan
+from avdnn.dnn.interface import DNNAsyncStatusType, DoneCallback
+from avdnn.dnn.tasks import (
+    EngineStats,
+    Item,
+    Request,
+    Result,
+    Task,
+    as_error,
+    auto_nireq,
+    failure,
+    worker_start_error,
+)
+from avdnn.errors import AvdnnError, ExitRequestedError, ExternalError, InvalidArgumentError
 
 __all__ = ["Engine", "EngineStats", "Item", "Request", "Result", "Task", "auto_nireq", "worker_start_error"]
 

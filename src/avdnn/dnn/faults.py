@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..errors import ExternalError, InvalidArgumentError, from_errno
+from avdnn.errors import ExternalError, InvalidArgumentError, from_errno
 
 POINTS = ("worker_start", "inference", "post_process", "flush")
 ENV = "AVDNN_DNN_FAULTS"

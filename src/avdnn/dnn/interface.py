@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from .._util_cores import usable_cores
+from avdnn._util.cores import usable_cores
 
 
 class DNNBackendType(IntFlag):

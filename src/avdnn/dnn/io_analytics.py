@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import IOFailureError, NotSupportedError
-from ..media import swscale
-from ..media.frame import Frame
-from ..media.pixfmt import lookup
-from .detect.letterbox import Letterbox, placement
-from .interface import DYNAMIC, DNNColorOrder, DNNDataType, DNNLayout, TensorInfo
+from avdnn.dnn.detect.letterbox import Letterbox, placement
+from avdnn.dnn.interface import DYNAMIC, DNNColorOrder, DNNDataType, DNNLayout, TensorInfo
+from avdnn.errors import IOFailureError, NotSupportedError
+from avdnn.media import swscale
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import lookup
 
 #: libswscale flag FFmpeg's detect/classify io_proc uses.
 INTERPOLATION = "FAST_BILINEAR"

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import IOFailureError, NotSupportedError
-from ..media import swscale
-from ..media.frame import Frame
-from ..media.pixfmt import DNN_PIX_FMTS, canonical, lookup
-from .interface import DNNDataType, DNNLayout, TensorInfo
+from avdnn.dnn.interface import DNNDataType, DNNLayout, TensorInfo
+from avdnn.errors import IOFailureError, NotSupportedError
+from avdnn.media import swscale
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import DNN_PIX_FMTS, canonical, lookup
 
 _INV255 = np.float32(1.0 / 255.0)
 _F255 = np.float32(255.0)

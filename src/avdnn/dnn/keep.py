@@ -17,8 +17,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..errors import InvalidArgumentError
-from .interface import Backend, BackendModel, ModelConfig
+from avdnn.dnn.interface import Backend, BackendModel, ModelConfig
+from avdnn.errors import InvalidArgumentError
 
 #: Called by a run's close with the backend model and whether it can serve another run.
 Release = Callable[[BackendModel, bool], None]

@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AvdnnError, IOFailureError, NotSupportedError
-from . import io_proc
-from .backends import backend_class
-from .engine import Engine, Item, Result, Task, auto_nireq
-from .faults import FaultPlan
-from .interface import (
+from avdnn.dnn import io_proc
+from avdnn.dnn.backends import backend_class
+from avdnn.dnn.engine import Engine, Item, Result, Task, auto_nireq
+from avdnn.dnn.faults import FaultPlan
+from avdnn.dnn.interface import (
     DYNAMIC,
     Backend,
     BackendModel,
@@ -32,7 +31,8 @@ from .interface import (
     NativeAsync,
     TensorInfo,
 )
-from .keep import Release, active
+from avdnn.dnn.keep import Release, active
+from avdnn.errors import AvdnnError, IOFailureError, NotSupportedError
 
 log = logging.getLogger("avdnn.dnn")
 
@@ -74,7 +74,7 @@ def load_model(
     current :class:`~avdnn.dnn.shared.InstanceScope` (loaded by its first filter).
     """
     if config.model_instance:
-        from .shared import attach  # shared builds on this module
+        from avdnn.dnn.shared import attach  # shared builds on this module
 
         return attach(config, func_type, backend=backend, name=name, faults=faults)
     loaded, release = load_backend(config, func_type, backend)

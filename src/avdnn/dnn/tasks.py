@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from .._util_cores import usable_cores
-from ..errors import AvdnnError, ExternalError, OutOfMemoryError, from_errno
-from .interface import DNNAsyncStatusType
+from avdnn._util.cores import usable_cores
+from avdnn.dnn.interface import DNNAsyncStatusType
+from avdnn.errors import AvdnnError, ExternalError, OutOfMemoryError, from_errno
 
 
 def auto_nireq() -> int:

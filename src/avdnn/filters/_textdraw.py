@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, NotSupportedError
-from ..media.frame import Frame
-from ..media.pixfmt import lookup
+from avdnn.errors import InvalidArgumentError, NotSupportedError
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import lookup
 
 Rect = tuple[int, int, int, int]  # x0, y0, x1, y1 (end exclusive)
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
-from ..errors import InvalidArgumentError
-from ..media.frame import Frame
-from ..media.pixfmt import canonical
-from .options import Option
+from avdnn.errors import InvalidArgumentError
+from avdnn.filters.options import Option
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import canonical
 
 
 class Filter:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..dnn.interface import DNNBackendType
-from ..errors import IOFailureError
-from .dnn_common import ALL_BACKENDS, dnn_backend_option, dnn_options
-from .dnn_processing import DnnProcessingFilter
-from .options import Option
+from avdnn.dnn.interface import DNNBackendType
+from avdnn.errors import IOFailureError
+from avdnn.filters.dnn_common import ALL_BACKENDS, dnn_backend_option, dnn_options
+from avdnn.filters.dnn_processing import DnnProcessingFilter
+from avdnn.filters.options import Option
 
 DERAIN_BACKENDS = ALL_BACKENDS
 

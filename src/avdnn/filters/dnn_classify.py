@@ -19,16 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ..dnn import Item, io_analytics
-from ..dnn.detect import classify_top1
-from ..dnn.interface import DNNBackendType, DNNFunctionType
-from ..errors import AvdnnError
-from ..media.detections import NUM_CLASSIFY, Detections
-from ..media.frame import Frame
-from ..media.pixfmt import DNN_PIX_FMTS
-from .dnn_common import DnnFilter, dnn_backend_option, dnn_options
-from .dnn_detect import ANALYTICS_BACKENDS, labels_value
-from .options import INT_MAX, Option
+from avdnn.dnn import Item, io_analytics
+from avdnn.dnn.detect import classify_top1
+from avdnn.dnn.interface import DNNBackendType, DNNFunctionType
+from avdnn.errors import AvdnnError
+from avdnn.filters.dnn_common import DnnFilter, dnn_backend_option, dnn_options
+from avdnn.filters.dnn_detect import ANALYTICS_BACKENDS, labels_value
+from avdnn.filters.options import INT_MAX, Option
+from avdnn.media.detections import NUM_CLASSIFY, Detections
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import DNN_PIX_FMTS
 
 CLASSIFY_OPTIONS: tuple[Option, ...] = (
     Option("confidence", "float", 0.5, 0, 1, help="threshold of confidence"),

@@ -13,13 +13,21 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..dnn import DnnModel, Item, load_model
-from ..dnn.interface import DNNAsyncStatusType, DNNBackendType, DNNFunctionType
-from ..errors import AvdnnError, ExitRequestedError
-from ..media.frame import Frame
-from . import zoo_input
-from .base import Filter
-from .dnn_options import ALL_BACKENDS, dnn_backend_option, dnn_config, dnn_options, follow_table, help_rows, rebuilt
+from avdnn.dnn import DnnModel, Item, load_model
+from avdnn.dnn.interface import DNNAsyncStatusType, DNNBackendType, DNNFunctionType
+from avdnn.errors import AvdnnError, ExitRequestedError
+from avdnn.filters import zoo_input
+from avdnn.filters.base import Filter
+from avdnn.filters.dnn_options import (
+    ALL_BACKENDS,
+    dnn_backend_option,
+    dnn_config,
+    dnn_options,
+    follow_table,
+    help_rows,
+    rebuilt,
+)
+from avdnn.media.frame import Frame
 
 __all__ = ["ALL_BACKENDS", "DnnFilter", "Item", "dnn_backend_option", "dnn_options"]
 

@@ -23,15 +23,15 @@ import errno
 import logging
 from typing import Any, ClassVar
 
-from ..dnn import KNOWN_BACKENDS, Item, io_analytics
-from ..dnn.detect import DetectContext, get_model_type, list_model_types, parse, read_labels
-from ..dnn.interface import DNNBackendType, DNNFunctionType
-from ..errors import AVERROR, AvdnnError, InvalidArgumentError
-from ..media.detections import SKIPPED_KEY, Detections
-from ..media.frame import Frame
-from ..media.pixfmt import DNN_PIX_FMTS
-from .dnn_common import ALL_BACKENDS, DnnFilter, dnn_backend_option, dnn_options
-from .options import INT_MAX, Option
+from avdnn.dnn import KNOWN_BACKENDS, Item, io_analytics
+from avdnn.dnn.detect import DetectContext, get_model_type, list_model_types, parse, read_labels
+from avdnn.dnn.interface import DNNBackendType, DNNFunctionType
+from avdnn.errors import AVERROR, AvdnnError, InvalidArgumentError
+from avdnn.filters.dnn_common import ALL_BACKENDS, DnnFilter, dnn_backend_option, dnn_options
+from avdnn.filters.options import INT_MAX, Option
+from avdnn.media.detections import SKIPPED_KEY, Detections
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import DNN_PIX_FMTS
 
 log = logging.getLogger("avdnn.filters")
 

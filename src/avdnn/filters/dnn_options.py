@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..dnn import (
+from avdnn.dnn import (
     DEFAULT_BATCH_TIMEOUT,
     FFMPEG_BACKEND_NAMES,
     KNOWN_BACKENDS,
@@ -37,10 +37,10 @@ from ..dnn import (
     on_change,
     spec_for,
 )
-from ..dnn.interface import DNNBackendType
-from ..errors import AvdnnError, InvalidArgumentError, OptionNotFoundError
-from ..zoo.resolve import COLON_FORM
-from .options import INT_MAX, INT_MIN, Option, did_you_mean
+from avdnn.dnn.interface import DNNBackendType
+from avdnn.errors import AvdnnError, InvalidArgumentError, OptionNotFoundError
+from avdnn.filters.options import INT_MAX, INT_MIN, Option, did_you_mean
+from avdnn.zoo.resolve import COLON_FORM
 
 log = logging.getLogger("avdnn.filters")
 
@@ -293,7 +293,7 @@ def _parse_backend_configs(text: str, own: dict[str, Any], label: str) -> dict[s
 
 def help_rows(mask: DNNBackendType) -> str:
     """``-h filter=NAME``: which of this filter's backends are installed (their options follow)."""
-    from ..dnn import is_installed
+    from avdnn.dnn import is_installed
 
     rows = []
     for spec in KNOWN_BACKENDS.values():

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..dnn import io_proc
-from ..dnn.interface import DYNAMIC, DNNBackendType
-from ..errors import IOFailureError
-from ..media.frame import Frame
-from ..media.pixfmt import DNN_PIX_FMTS, canonical
-from .dnn_common import ALL_BACKENDS, DnnFilter, dnn_backend_option, dnn_options
-from .options import Option
+from avdnn.dnn import io_proc
+from avdnn.dnn.interface import DYNAMIC, DNNBackendType
+from avdnn.errors import IOFailureError
+from avdnn.filters.dnn_common import ALL_BACKENDS, DnnFilter, dnn_backend_option, dnn_options
+from avdnn.filters.options import Option
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import DNN_PIX_FMTS, canonical
 
 #: (format, width, height) of an input frame -> (width, height) of the output
 Geometry = tuple[str, int, int]

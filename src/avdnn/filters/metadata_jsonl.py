@@ -34,11 +34,11 @@ import math
 import sys
 from typing import IO, Any, ClassVar
 
-from ..errors import InvalidArgumentError, from_errno
-from ..media.frame import Frame
-from ..tracking.summary import TrackSummary
-from .base import Filter
-from .options import Option
+from avdnn.errors import InvalidArgumentError, from_errno
+from avdnn.filters.base import Filter
+from avdnn.filters.options import Option
+from avdnn.media.frame import Frame
+from avdnn.tracking.summary import TrackSummary
 
 #: Bumped when a field changes meaning or disappears (adding fields keeps it).
 SCHEMA_VERSION = 2

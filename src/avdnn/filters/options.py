@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidArgumentError, OptionNotFoundError, OutOfRangeError, closest, did_you_mean
-from ..media.timing import AV_TIME_BASE, parse_time
+from avdnn.errors import InvalidArgumentError, OptionNotFoundError, OutOfRangeError, closest, did_you_mean
+from avdnn.media.timing import AV_TIME_BASE, parse_time
 
 __all__ = ["INT_MAX", "INT_MIN", "BoundOptions", "Option", "bind_options", "closest", "did_you_mean", "parse_number"]
 

@@ -32,10 +32,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ..errors import AVERROR, InvalidArgumentError, from_av_error
-from ..media.frame import Frame
-from .base import Filter
-from .options import INT_MAX, Option
+from avdnn.errors import AVERROR, InvalidArgumentError, from_av_error
+from avdnn.filters.base import Filter
+from avdnn.filters.options import INT_MAX, Option
+from avdnn.media.frame import Frame
 
 log = logging.getLogger("avdnn.filters")
 
@@ -303,7 +303,7 @@ class DrawTextFilter(Filter):
                 style["fix_bounds"] = "1"
             self.overlay = LavfiOverlay("drawtext", style, {"text": " ", "x": "-10000", "y": "-10000"})
         else:
-            from . import _textdraw
+            from avdnn.filters import _textdraw
 
             self.renderer = _textdraw.TextRenderer(values, self.fontsize, label=self.label)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-from ..errors import InvalidArgumentError
-from .base import Filter
+from avdnn.errors import InvalidArgumentError
+from avdnn.filters.base import Filter
 
 #: filter name -> "module:Class" relative to avdnn.filters
 KNOWN_FILTERS: dict[str, str] = {

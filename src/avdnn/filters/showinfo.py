@@ -35,10 +35,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..media.frame import Frame
-from ..media.pixfmt import PIX_FMTS, canonical
-from .base import Filter
-from .options import Option
+from avdnn.filters.base import Filter
+from avdnn.filters.options import Option
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import PIX_FMTS, canonical
 
 BBOX_SIDE_DATA_NAME = "Bounding boxes for object detection and classification"
 COLOR_RANGES = {1: "tv", 2: "pc"}

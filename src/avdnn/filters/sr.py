@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..dnn import io_proc
-from ..dnn.interface import DNNBackendType
-from ..errors import IOFailureError
-from ..media.frame import Frame
-from .dnn_common import ALL_BACKENDS, dnn_backend_option, dnn_options
-from .dnn_processing import DnnProcessingFilter
-from .options import Option
+from avdnn.dnn import io_proc
+from avdnn.dnn.interface import DNNBackendType
+from avdnn.errors import IOFailureError
+from avdnn.filters.dnn_common import ALL_BACKENDS, dnn_backend_option, dnn_options
+from avdnn.filters.dnn_processing import DnnProcessingFilter
+from avdnn.filters.options import Option
+from avdnn.media.frame import Frame
 
 SR_BACKENDS = ALL_BACKENDS
 RGB_FMTS = ("rgb24", "bgr24")

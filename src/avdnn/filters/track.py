@@ -25,13 +25,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import AvdnnError, InvalidArgumentError
-from ..media.detections import SKIPPED_KEY, Detections
-from ..media.frame import Frame
-from ..tracking import PARAMETERS, Tracker, TrackSummary, create_tracker, list_trackers
-from ..tracking.base import tracker_spec
-from .base import Filter
-from .options import INT_MAX, Option
+from avdnn.errors import AvdnnError, InvalidArgumentError
+from avdnn.filters.base import Filter
+from avdnn.filters.options import INT_MAX, Option
+from avdnn.media.detections import SKIPPED_KEY, Detections
+from avdnn.media.frame import Frame
+from avdnn.tracking import PARAMETERS, Tracker, TrackSummary, create_tracker, list_trackers
+from avdnn.tracking.base import tracker_spec
 
 log = logging.getLogger("avdnn.filters")
 
@@ -130,7 +130,7 @@ class TrackFilter(Filter):
     @classmethod
     def help_extra(cls) -> str:
         """``-h filter=track``: each tracker, whether its library is installed, and what -1 means for it."""
-        from ..tracking import KNOWN_TRACKERS
+        from avdnn.tracking import KNOWN_TRACKERS
 
         rows = []
         for spec in KNOWN_TRACKERS.values():

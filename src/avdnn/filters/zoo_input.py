@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from ..dnn import backend_class
-from ..errors import AvdnnError, InvalidArgumentError
-from ..media.frame import Frame
-from ..media.pixfmt import lookup
-from ..zoo.resolve import ZooRef, apply, is_zoo_ref
-from .options import Option
+from avdnn.dnn import backend_class
+from avdnn.errors import AvdnnError, InvalidArgumentError
+from avdnn.filters.options import Option
+from avdnn.media.frame import Frame
+from avdnn.media.pixfmt import lookup
+from avdnn.zoo.resolve import ZooRef, apply, is_zoo_ref
 
 
 def resolve(

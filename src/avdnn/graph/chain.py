@@ -12,13 +12,13 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any, Protocol
 
-from ..errors import AvdnnError
-from ..filters.base import Filter
-from ..filters.options import bind_options
-from ..filters.registry import get_filter, is_avdnn_filter, list_filters
-from ..media.frame import Frame
-from .lavfi import LavfiSegment, check_lavfi_filter
-from .parse import FilterSpec, parse_chain, split_options
+from avdnn.errors import AvdnnError
+from avdnn.filters.base import Filter
+from avdnn.filters.options import bind_options
+from avdnn.filters.registry import get_filter, is_avdnn_filter, list_filters
+from avdnn.graph.lavfi import LavfiSegment, check_lavfi_filter
+from avdnn.graph.parse import FilterSpec, parse_chain, split_options
+from avdnn.media.frame import Frame
 
 
 class Stage(Protocol):

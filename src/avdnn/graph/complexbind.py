@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..errors import InvalidArgumentError, NotSupportedError
-from .links import Graph, OpenPad, link_graph
+from avdnn.errors import InvalidArgumentError, NotSupportedError
+from avdnn.graph.links import Graph, OpenPad, link_graph
 
 __all__ = ["bind_inputs", "check_outputs_mapped", "find_output", "refuse"]
 

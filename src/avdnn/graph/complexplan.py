@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import InvalidArgumentError
-from .complexbind import bind_inputs, check_outputs_mapped, find_output, refuse
-from .complexprune import Pruned
-from .links import Graph, link_graph
-from .parse import FilterSpec, format_chain
+from avdnn.errors import InvalidArgumentError
+from avdnn.graph.complexbind import bind_inputs, check_outputs_mapped, find_output, refuse
+from avdnn.graph.complexprune import Pruned
+from avdnn.graph.links import Graph, link_graph
+from avdnn.graph.parse import FilterSpec, format_chain
 
 __all__ = [
     "ComplexPlan",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..errors import InvalidArgumentError
-from .links import End, Graph, OpenPad
-from .parse import format_chain
+from avdnn.errors import InvalidArgumentError
+from avdnn.graph.links import End, Graph, OpenPad
+from avdnn.graph.parse import format_chain
 
 __all__ = ["Pruned"]
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..errors import AvdnnError, FilterNotFoundError, OptionNotFoundError, from_av_error
-from ..filters.options import did_you_mean
-from ..media.frame import Frame
-from .parse import FilterSpec, format_chain, split_options
+from avdnn.errors import AvdnnError, FilterNotFoundError, OptionNotFoundError, from_av_error
+from avdnn.filters.options import did_you_mean
+from avdnn.graph.parse import FilterSpec, format_chain, split_options
+from avdnn.media.frame import Frame
 
 
 def lavfi_filter_names() -> set[str]:
@@ -52,7 +52,7 @@ _CONTEXT_OPTIONS = ("thread_type", "threads", "enable", "extra_hw_frames")
 
 def _name_bad_option(spec: FilterSpec, err: AvdnnError) -> AvdnnError:
     try:
-        from ..media.filteropts import filter_option_names
+        from avdnn.media.libav.filteropts import filter_option_names
 
         valid = [*(filter_option_names(spec.name) or []), *_CONTEXT_OPTIONS]
         keys = [k for k, _ in split_options(spec.args or "") if k is not None]
@@ -115,7 +115,7 @@ class LavfiSegment:
         """Output frame rate and aspect ratio of the graph, which PyAV does not report."""
         self.out_rate, self.out_sar = self.in_rate, frame.sample_aspect_ratio
         try:
-            from ..media.libav import probe_chain
+            from avdnn.media.libav.bindings import probe_chain
 
             info = probe_chain(
                 self.text,

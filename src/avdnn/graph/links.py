@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import InvalidArgumentError, NotSupportedError
-from ..filters.registry import list_filters
-from .chain import takes
-from .lavfi import check_lavfi_filter
-from .parse import FilterSpec, _check_nul, _skip_ws, parse_filter
+from avdnn.errors import InvalidArgumentError, NotSupportedError
+from avdnn.filters.registry import list_filters
+from avdnn.graph.chain import takes
+from avdnn.graph.lavfi import check_lavfi_filter
+from avdnn.graph.parse import FilterSpec, _check_nul, _skip_ws, parse_filter
 
 __all__ = ["End", "Graph", "Node", "OpenPad", "link_graph", "parse_graph"]
 
@@ -101,7 +101,7 @@ def _pads(node: Node, avdnn_names: list[str]) -> None:
         node.in_pads = node.out_pads = (("default", "video"),)
     else:
         check_lavfi_filter(node.spec, avdnn_names)
-        from ..media.lavfipads import filter_pads
+        from avdnn.media.libav.pads import filter_pads
 
         pads = filter_pads(node.spec.name, node.spec.args)
         node.in_pads, node.out_pads = pads.inputs, pads.outputs

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
+from avdnn.errors import InvalidArgumentError
 
 #: AV_DETECTION_BBOX_LABEL_NAME_MAX_SIZE: a label is at most 63 bytes plus NUL.
 LABEL_MAX_SIZE = 64

@@ -31,8 +31,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, InvalidDataError
-from .bbox import (
+from avdnn.errors import InvalidArgumentError, InvalidDataError
+from avdnn.media.bbox import (
     CONFIDENCE_DEN,
     LABEL_MAX_SIZE,
     NUM_CLASSIFY,

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from .pixfmt import PixFmt, canonical, lookup
+from avdnn.errors import InvalidArgumentError
+from avdnn.media.pixfmt import PixFmt, canonical, lookup
 
 if TYPE_CHECKING:
     import av

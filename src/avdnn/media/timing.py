@@ -15,7 +15,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from ..errors import InvalidArgumentError
+from avdnn.errors import InvalidArgumentError
 
 AV_TIME_BASE = 1_000_000
 

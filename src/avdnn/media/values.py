@@ -5,12 +5,12 @@ Durations are media.timing's ``parse_time`` (av_parse_time's syntax, in microsec
 
 from __future__ import annotations
 
-from ..errors import InvalidArgumentError
+from avdnn.errors import InvalidArgumentError
 
 
 def parse_size(text: str, option: str = "s") -> tuple[int, int]:
     """``-s`` as av_parse_video_size reads it (``WxH`` or a name such as ``hd720``)."""
-    from .codecinfo import parse_video_size
+    from avdnn.media.libav.codecs import parse_video_size
 
     size = parse_video_size(text)
     if size is None:

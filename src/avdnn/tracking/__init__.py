@@ -6,8 +6,16 @@ The ``track`` filter (:mod:`avdnn.filters.track`) is its user; docs/tracking.md 
 
 from __future__ import annotations
 
-from .base import KNOWN_TRACKERS, PARAMETERS, Tracker, TrackerSpec, create_tracker, list_trackers, register_tracker
-from .summary import TrackRecord, TrackSummary
+from avdnn.tracking.base import (
+    KNOWN_TRACKERS,
+    PARAMETERS,
+    Tracker,
+    TrackerSpec,
+    create_tracker,
+    list_trackers,
+    register_tracker,
+)
+from avdnn.tracking.summary import TrackRecord, TrackSummary
 
 __all__ = [
     "KNOWN_TRACKERS",

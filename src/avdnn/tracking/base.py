@@ -21,8 +21,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, InvalidArgumentError
-from ..media.detections import Detections
+from avdnn.errors import BackendUnavailableError, InvalidArgumentError
+from avdnn.media.detections import Detections
 
 #: The tracking parameters avdnn exposes (the ``track`` filter's option names, trackers' own names).
 PARAMETERS: tuple[str, ...] = (

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError
-from ..media.detections import Detections
-from .base import TrackerSpec, load_class
+from avdnn.errors import InvalidArgumentError
+from avdnn.media.detections import Detections
+from avdnn.tracking.base import TrackerSpec, load_class
 
 #: What a predicted box inherits from the last detection of its track: label, class id, confidence.
 _Last = tuple[str, int, float]

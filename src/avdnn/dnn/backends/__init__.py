@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import BackendUnavailableError, InvalidArgumentError, NotSupportedError
-from ..interface import Backend, DNNBackendType
+from avdnn.dnn.interface import Backend, DNNBackendType
+from avdnn.errors import BackendUnavailableError, InvalidArgumentError, NotSupportedError
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ...errors import (
-    AvdnnError,
-    InvalidArgumentError,
-    NotFoundError,
-    OutOfMemoryError,
-)
-from ..interface import DYNAMIC, BackendOption, DNNDataType, DNNLayout, DoneCallback, ModelConfig
+from avdnn.dnn.interface import DYNAMIC, BackendOption, DNNDataType, DNNLayout, DoneCallback, ModelConfig
+from avdnn.errors import AvdnnError, InvalidArgumentError, NotFoundError, OutOfMemoryError
 
 #: One row: a runtime's own exception type, avdnn's error for it and, for built-in types the
 #: runtime shares with everyone (ValueError, RuntimeError), the package whose code must have

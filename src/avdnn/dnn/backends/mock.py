@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..interface import (
+from avdnn.dnn.interface import (
     DYNAMIC,
     BackendOption,
     DNNBackendType,

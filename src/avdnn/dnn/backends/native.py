@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..interface import (
+from avdnn.dnn.backends._common import check_model_file, map_errors
+from avdnn.dnn.interface import (
     ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
@@ -29,7 +30,6 @@ from ..interface import (
     ModelIO,
     TensorInfo,
 )
-from ._common import check_model_file, map_errors
 
 
 class NativeBackend:
@@ -53,7 +53,7 @@ class NativeBackend:
     @classmethod
     def load(cls, config: ModelConfig) -> NativeBackend:
         """Parse the ``.model`` file and resolve the operand names."""
-        from ..native import NativeModel
+        from avdnn.dnn.native import NativeModel
 
         path = config.path
         check_model_file(path)

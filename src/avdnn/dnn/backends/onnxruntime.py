@@ -20,8 +20,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import ExternalError, InvalidArgumentError, InvalidDataError, NotFoundError, NotSupportedError
-from ..interface import (
+from avdnn.dnn.backends._common import (
+    ErrorTable,
+    check_model_file,
+    dims_of,
+    guess_layout,
+    map_errors,
+    pick,
+    split_batch,
+    tensor_scale,
+)
+from avdnn.dnn.interface import (
     ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
@@ -34,7 +43,13 @@ from ..interface import (
     TensorInfo,
     default_threads,
 )
-from ._common import ErrorTable, check_model_file, dims_of, guess_layout, map_errors, pick, split_batch, tensor_scale
+from avdnn.errors import (
+    ExternalError,
+    InvalidArgumentError,
+    InvalidDataError,
+    NotFoundError,
+    NotSupportedError,
+)
 
 log = logging.getLogger("avdnn.dnn.onnx")
 

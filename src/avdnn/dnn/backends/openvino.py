@@ -36,22 +36,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..._util_cores import usable_cores
-from ...errors import AvdnnError, ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
-from ..interface import (
-    ALL_FUNCTION_TYPES,
-    DYNAMIC,
-    BackendOption,
-    DNNBackendType,
-    DNNColorOrder,
-    DNNFunctionType,
-    DNNLayout,
-    DoneCallback,
-    ModelConfig,
-    ModelIO,
-    TensorInfo,
-)
-from ._common import (
+from avdnn._util.cores import usable_cores
+from avdnn.dnn.backends._common import (
     SCALE_MEAN_OPTIONS,
     ErrorTable,
     OnceDone,
@@ -66,6 +52,20 @@ from ._common import (
     strip_port,
     tensor_scale,
 )
+from avdnn.dnn.interface import (
+    ALL_FUNCTION_TYPES,
+    DYNAMIC,
+    BackendOption,
+    DNNBackendType,
+    DNNColorOrder,
+    DNNFunctionType,
+    DNNLayout,
+    DoneCallback,
+    ModelConfig,
+    ModelIO,
+    TensorInfo,
+)
+from avdnn.errors import AvdnnError, ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
 
 log = logging.getLogger("avdnn.dnn.openvino")
 

@@ -24,15 +24,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import (
-    ExternalError,
-    InvalidArgumentError,
-    InvalidDataError,
-    NotFoundError,
-    NotSupportedError,
-    OutOfMemoryError,
+from avdnn.dnn.backends._common import (
+    ErrorTable,
+    check_model_file,
+    data_type,
+    map_errors,
+    split_batch,
+    strip_port,
+    tensor_scale,
 )
-from ..interface import (
+from avdnn.dnn.interface import (
     ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
@@ -44,7 +45,14 @@ from ..interface import (
     ModelIO,
     TensorInfo,
 )
-from ._common import ErrorTable, check_model_file, data_type, map_errors, split_batch, strip_port, tensor_scale
+from avdnn.errors import (
+    ExternalError,
+    InvalidArgumentError,
+    InvalidDataError,
+    NotFoundError,
+    NotSupportedError,
+    OutOfMemoryError,
+)
 
 log = logging.getLogger("avdnn.dnn.tensorflow")
 

@@ -31,21 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
-from ..interface import (
-    ALL_FUNCTION_TYPES,
-    BackendOption,
-    DNNBackendType,
-    DNNColorOrder,
-    DNNDataType,
-    DNNFunctionType,
-    DNNLayout,
-    ModelConfig,
-    ModelIO,
-    TensorInfo,
-    default_threads,
-)
-from ._common import (
+from avdnn.dnn.backends._common import (
     SCALE_MEAN_OPTIONS,
     ErrorTable,
     Pool,
@@ -59,6 +45,20 @@ from ._common import (
     strip_port,
     tensor_scale,
 )
+from avdnn.dnn.interface import (
+    ALL_FUNCTION_TYPES,
+    BackendOption,
+    DNNBackendType,
+    DNNColorOrder,
+    DNNDataType,
+    DNNFunctionType,
+    DNNLayout,
+    ModelConfig,
+    ModelIO,
+    TensorInfo,
+    default_threads,
+)
+from avdnn.errors import ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
 
 log = logging.getLogger("avdnn.dnn.tflite")
 

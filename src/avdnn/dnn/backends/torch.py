@@ -26,8 +26,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...errors import ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError, OutOfMemoryError
-from ..interface import (
+from avdnn.dnn.backends._common import (
+    ErrorTable,
+    check_model_file,
+    data_type,
+    map_errors,
+    tensor_scale,
+    warn_ignored_names,
+)
+from avdnn.dnn.interface import (
     ALL_FUNCTION_TYPES,
     DYNAMIC,
     BackendOption,
@@ -40,7 +47,13 @@ from ..interface import (
     ModelIO,
     TensorInfo,
 )
-from ._common import ErrorTable, check_model_file, data_type, map_errors, tensor_scale, warn_ignored_names
+from avdnn.errors import (
+    ExternalError,
+    InvalidArgumentError,
+    InvalidDataError,
+    NotSupportedError,
+    OutOfMemoryError,
+)
 
 log = logging.getLogger("avdnn.dnn.torch")
 

@@ -9,14 +9,21 @@ rule), ``registry`` (model types), one module per family.
 
 from __future__ import annotations
 
-from .blazeface import ssd_anchors
-from .classify import ClassifyResult, classify_batch, classify_top1
-from .context import DetectContext, parse_anchors
-from .labels import label_names, parse_labels, read_labels
-from .letterbox import Letterbox, boxes_to_frame, boxes_to_input, letterbox, stretch
-from .nms import ffmpeg_iou, ffmpeg_overlap_keep, iou_matrix, nms, weighted_nms
-from .registry import ModelType, Parser, get_model_type, list_model_types, parse, register_model_type
-from .yolo_modern import yolox_grid
+from avdnn.dnn.detect.blazeface import ssd_anchors
+from avdnn.dnn.detect.classify import ClassifyResult, classify_batch, classify_top1
+from avdnn.dnn.detect.context import DetectContext, parse_anchors
+from avdnn.dnn.detect.labels import label_names, parse_labels, read_labels
+from avdnn.dnn.detect.letterbox import Letterbox, boxes_to_frame, boxes_to_input, letterbox, stretch
+from avdnn.dnn.detect.nms import ffmpeg_iou, ffmpeg_overlap_keep, iou_matrix, nms, weighted_nms
+from avdnn.dnn.detect.registry import (
+    ModelType,
+    Parser,
+    get_model_type,
+    list_model_types,
+    parse,
+    register_model_type,
+)
+from avdnn.dnn.detect.yolo_modern import yolox_grid
 
 __all__ = [
     "ClassifyResult",

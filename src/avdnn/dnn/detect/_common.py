@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...errors import InvalidDataError
-from ...media.detections import Detections
-from .context import DetectContext, NmsMode
-from .labels import label_names
-from .letterbox import Letterbox, boxes_to_frame, placement
-from .nms import ffmpeg_overlap_keep, nms, weighted_nms
+from avdnn.dnn.detect.context import DetectContext, NmsMode
+from avdnn.dnn.detect.labels import label_names
+from avdnn.dnn.detect.letterbox import Letterbox, boxes_to_frame, placement
+from avdnn.dnn.detect.nms import ffmpeg_overlap_keep, nms, weighted_nms
+from avdnn.errors import InvalidDataError
+from avdnn.media.detections import Detections
 
 
 def shapes(outputs: Sequence[np.ndarray]) -> str:

@@ -16,10 +16,10 @@ from itertools import groupby
 
 import numpy as np
 
-from ...errors import InvalidDataError
-from ...media.detections import Detections
-from . import _common as c
-from .context import DetectContext
+from avdnn.dnn.detect import _common as c
+from avdnn.dnn.detect.context import DetectContext
+from avdnn.errors import InvalidDataError
+from avdnn.media.detections import Detections
 
 #: (strides, anchors per layer): short range, then full range.
 CONFIGS: tuple[tuple[tuple[int, ...], int], ...] = (((8, 16, 16, 16), 2), ((4,), 1))

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InvalidDataError
-from ...media.detections import CONFIDENCE_DEN, confidence_num
-from ._common import softmax
-from .labels import label_names
+from avdnn.dnn.detect._common import softmax
+from avdnn.dnn.detect.labels import label_names
+from avdnn.errors import InvalidDataError
+from avdnn.media.detections import CONFIDENCE_DEN, confidence_num
 
 
 @dataclass(frozen=True)

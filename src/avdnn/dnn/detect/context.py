@@ -11,8 +11,8 @@ import errno
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ...errors import AVERROR, InvalidArgumentError
-from .letterbox import Letterbox
+from avdnn.dnn.detect.letterbox import Letterbox
+from avdnn.errors import AVERROR, InvalidArgumentError
 
 NmsMode = Literal["auto", "none", "greedy", "ffmpeg", "weighted"]
 Layout = Literal["auto", "NCHW", "NHWC"]

@@ -14,10 +14,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...errors import InvalidArgumentError, InvalidDataError
-from ...media.detections import Detections, to_c_int
-from . import _common as c
-from .context import DetectContext
+from avdnn.dnn.detect import _common as c
+from avdnn.dnn.detect.context import DetectContext
+from avdnn.errors import InvalidArgumentError, InvalidDataError
+from avdnn.media.detections import Detections, to_c_int
 
 
 def _identity(x: np.ndarray) -> np.ndarray:

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...errors import AVERROR, InvalidArgumentError
-from ...media.detections import LABEL_MAX_SIZE
+from avdnn.errors import AVERROR, InvalidArgumentError
+from avdnn.media.detections import LABEL_MAX_SIZE
 
 #: fgets(buf, 256, f) returns at most 255 bytes per call.
 _FGETS_CHUNK = 255

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
+from avdnn.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)

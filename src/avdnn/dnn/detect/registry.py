@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
-from ...media.detections import Detections
-from .blazeface import parse_blazeface
-from .context import DetectContext
-from .detr import parse_detr
-from .ffmpeg_ssd import parse_ssd, parse_tf
-from .ffmpeg_yolo import parse_yolo, parse_yolov3, parse_yolov4
-from .yolo_modern import parse_yolov5, parse_yolov8, parse_yolox
+from avdnn.dnn.detect.blazeface import parse_blazeface
+from avdnn.dnn.detect.context import DetectContext
+from avdnn.dnn.detect.detr import parse_detr
+from avdnn.dnn.detect.ffmpeg_ssd import parse_ssd, parse_tf
+from avdnn.dnn.detect.ffmpeg_yolo import parse_yolo, parse_yolov3, parse_yolov4
+from avdnn.dnn.detect.yolo_modern import parse_yolov5, parse_yolov8, parse_yolox
+from avdnn.errors import InvalidArgumentError
+from avdnn.media.detections import Detections
 
 Parser = Callable[[Sequence[np.ndarray], DetectContext], Detections]
 

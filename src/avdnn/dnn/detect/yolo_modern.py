@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...errors import InvalidDataError
-from ...media.detections import Detections
-from . import _common as c
-from .context import DetectContext
+from avdnn.dnn.detect import _common as c
+from avdnn.dnn.detect.context import DetectContext
+from avdnn.errors import InvalidDataError
+from avdnn.media.detections import Detections
 
 
 def _rows3(output: np.ndarray, model_type: str) -> np.ndarray:

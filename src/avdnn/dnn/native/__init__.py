@@ -9,8 +9,8 @@ It depends on numpy only; the engine reaches it through a thin backend adapter.
 
 from __future__ import annotations
 
-from .format import NativeFile, Operand, load, parse, save, serialize
-from .layers import (
+from avdnn.dnn.native.format import NativeFile, Operand, load, parse, save, serialize
+from avdnn.dnn.native.layers import (
     LAYER_TYPES,
     AvgPool,
     Conv2D,
@@ -22,7 +22,7 @@ from .layers import (
     Maximum,
     MirrorPad,
 )
-from .model import NativeModel, TensorDesc
+from avdnn.dnn.native.model import NativeModel, TensorDesc
 
 __all__ = [
     "LAYER_TYPES",

@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...errors import InvalidDataError, NotFoundError
-from .layerbase import Dims
-from .layers import (
+from avdnn.dnn.native.layerbase import Dims
+from avdnn.dnn.native.layers import (
     BINARY_NAMES,
     UNARY_NAMES,
     AvgPool,
@@ -38,6 +37,7 @@ from .layers import (
     Maximum,
     MirrorPad,
 )
+from avdnn.errors import InvalidDataError, NotFoundError
 
 MAGIC = b"FFMPEGDNNNATIVE"
 MAJOR_VERSION = 1

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...errors import InvalidArgumentError
+from avdnn.errors import InvalidArgumentError
 
 Dims = tuple[int, int, int, int]
 F32 = np.float32

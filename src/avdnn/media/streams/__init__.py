@@ -1,0 +1,1 @@
+"""The streams that go around the chain: copied packets, transcoded audio and subtitles."""

@@ -1,0 +1,382 @@
+"""An audio stream around the chain, transcoded: decode, libavfilter, encode, as ffmpeg does it.
+
+The decoded frames get ffmpeg's audio timestamps (``audio_ts_process``), then one libavfilter
+graph built once per input format: the input's trim, ``-af``, and the ``aformat`` ffmpeg appends
+for the encoder (its sample formats, rates and channel layouts, or ``-ar``/``-ac``), with the
+encoder's fixed frame size; with a frame limit, frames wait for the video as in ffmpeg's sync
+queue. See :mod:`.sidepath` for how side streams meet the output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from avdnn.errors import InvalidArgumentError, from_av_error
+from avdnn.media.streams.sidepath import (
+    _US,
+    AV_CODEC_CAP_VARIABLE_FRAME_SIZE,
+    AV_CODEC_FLAG_BITEXACT,
+    SidePath,
+    default_layout,
+    open_hash_encoder,
+    rescale_delta,
+)
+from avdnn.media.timing import rescale
+
+if TYPE_CHECKING:
+    from avdnn.media.output.sink import Sink
+
+
+class AudioEncodePath(SidePath):
+    """Decode, filter (``-af`` + ffmpeg's aformat for the encoder) and encode one audio stream.
+
+    The encoder belongs to the output (it is created with the output's header); decoded frames
+    that arrive before it are held, and so are filtered frames past the video's progress while a
+    frame limit is in force (ffmpeg's sync queue before the encoders), all under the sink's lock.
+    """
+
+    media_type = "audio"
+    decodes_audio = True
+
+    def __init__(
+        self,
+        stream: Any,
+        out_index: int,
+        *,
+        codec: str,
+        filters: Sequence[tuple[str, str | None]] = (),
+        filters_text: str = "",
+        sample_rate: int | None = None,
+        channels: int | None = None,
+        bit_rate: int | None = None,
+        codec_options: dict[str, str] | None = None,
+        bitexact: bool = False,
+        **kw: Any,
+    ) -> None:
+        import av
+
+        super().__init__(stream, out_index, **kw)
+        self.codec_name = codec
+        self.stats.codec = codec
+        try:
+            self._codec = av.Codec(codec, "w")
+        except (av.FFmpegError, ValueError) as exc:
+            raise InvalidArgumentError(f"Unknown encoder '{codec}'") from exc
+        if self._codec.type != "audio":
+            raise InvalidArgumentError(f"Encoder '{codec}' is not an audio encoder")
+        self.bit_rate = bit_rate
+        self.codec_options = dict(codec_options or {})
+        self.bitexact = bitexact
+        self._dec = stream.codec_context
+        self._dec.thread_type = "AUTO"
+        fmt = self._aformat(sample_rate, channels)
+        in_start, in_dur = self.input_trim
+        trim = ":".join(
+            arg
+            for arg in (
+                None if in_start is None else f"starti={in_start}us",
+                None if in_dur is None else f"durationi={in_dur}us",
+            )
+            if arg
+        )
+        # the input's trim first (ffmpeg's configure_input_audio_filter), then -af, then the aformat
+        self._filters = [*([("atrim", trim)] if trim else []), *filters, *([("aformat", fmt)] if fmt else [])]
+        text = ",".join(part for part in (filters_text, f"aformat={fmt}" if fmt else "") if part)
+        from avdnn.media.libav.bindings import probe_audio_chain
+
+        if self._dec.layout.name.endswith(" channels"):  # unspecified order: ffmpeg's guess_input_channel_layout
+            self._dec.layout = default_layout(self._dec.channels)
+        self.info = probe_audio_chain(
+            text, sample_fmt=self._dec.format.name, sample_rate=self._dec.sample_rate, layout=self._dec.layout.name
+        )
+        self.time_base = Fraction(1, self.info.sample_rate)
+        self.encoder: Any = None
+        self._graph: Any = None
+        self._graph_key: tuple[str, int, str] | None = None
+        self._decoded: deque[Any] = deque()  # decoded, waiting for the encoder (None: end of stream)
+        self._synced: deque[Any] = deque()  # filtered, waiting for the video (sync queue)
+        self._flushed = False
+        self._trimmed = False
+        self._start_shift = 0
+        # audio_ts_process state (DecoderPriv): last pts and duration estimate in the internal time base
+        self._last_delta: list[int | None] = [None]
+        self._last_pts: int | None = None
+        self._last_dur = 0
+        self._last_tb = Fraction(1, 1)
+        self._last_rate = 0
+
+    def _aformat(self, sample_rate: int | None, channels: int | None) -> str:
+        """The aformat arguments of ffmpeg's configure_output_audio_filter for this encoder."""
+        c = self._codec
+        args = []
+        fmts = [f.name for f in (c.audio_formats or ())]
+        if fmts:
+            args.append("sample_fmts=" + "|".join(fmts))
+        rates = [sample_rate] if sample_rate else list(c.audio_rates or ())
+        if rates:
+            args.append("sample_rates=" + "|".join(str(r) for r in rates))
+        if channels:
+            args.append("channel_layouts=" + default_layout(channels))
+        else:
+            from avdnn.media.libav.codecs import encoder_channel_layouts
+
+            layouts = encoder_channel_layouts(c.name)
+            if layouts:
+                args.append("channel_layouts=" + "|".join(layouts))
+        return ":".join(args)
+
+    # -- the output stream ----------------------------------------------------------------
+
+    def _configure(self, enc: Any) -> None:
+        enc.format = self.info.sample_fmt
+        enc.sample_rate = self.info.sample_rate
+        enc.layout = self.info.layout
+        enc.time_base = self.time_base
+        if self.bit_rate:
+            enc.bit_rate = self.bit_rate
+        if self.bitexact:
+            enc.flags |= AV_CODEC_FLAG_BITEXACT
+        enc.options = dict(self.codec_options)
+
+    def add_output(self, container: Any) -> Any:
+        out = container.add_stream(self.codec_name, rate=self.info.sample_rate)
+        self._configure(out.codec_context)
+        self.encoder = out.codec_context
+        return out
+
+    def hash_stream(self) -> Any:
+        from avdnn.media.output.hashmux import HashStream
+
+        enc = open_hash_encoder(self.codec_name, self._configure)
+        self.encoder = enc
+        return HashStream(
+            "audio",
+            self._codec.canonical_name,
+            self.time_base,
+            sample_rate=self.info.sample_rate,
+            layout=self.info.layout,
+            extradata=bytes(enc.extradata) if enc.extradata else None,
+        )
+
+    def attach(self, sink: Sink) -> None:
+        super().attach(sink)
+        trim = sink.trim_filter(audio=True)
+        if trim is not None:  # output -ss/-t: ffmpeg's insert_trim, after the aformat
+            self._filters.append(trim)
+        self._start_shift = rescale(sink.start_time or 0, _US, self.time_base)
+
+    def on_ready(self) -> None:
+        self._run()
+
+    def on_video(self) -> None:
+        """The video advanced (or ended): frames the sync queue held may go on."""
+        self._release_synced()
+
+    # -- packets in -----------------------------------------------------------------------
+
+    def packet(self, packet: Any) -> None:
+        import av
+
+        if not packet.size:
+            return  # the demuxer's flush packet: end() drains the decoder
+        self.stats.packets_read += 1
+        try:
+            frames = self._dec.decode(packet)
+        except av.InvalidDataError as exc:  # concealed as ffmpeg does: counted, decoding goes on
+            key = f"decode error: {exc.strerror or exc}"
+            self.stats.failed[key] = self.stats.failed.get(key, 0) + 1
+            return
+        except av.FFmpegError as exc:
+            raise from_av_error(exc) from exc
+        for frame in frames:
+            self._in(frame)
+
+    def loop(self) -> tuple[int, Fraction] | None:
+        """Drain and reset the decoder as ffmpeg does at a rewind; the end of its last frame
+        (last pts + duration estimate, in the internal time base, without the input's offset)."""
+        import av
+
+        try:
+            frames = self._dec.decode(None)
+        except av.FFmpegError as exc:
+            raise from_av_error(exc) from exc
+        for frame in frames:
+            self._in(frame)
+        self._dec.flush_buffers()
+        if self._last_pts is None:
+            return None
+        shift = rescale(1, self.offset, self._last_tb) if self.offset else 0
+        return self._last_pts + self._last_dur - shift, self._last_tb
+
+    def end(self) -> None:
+        import av
+
+        if self.ended or self.sink is None:
+            return
+        self.ended = True
+        try:
+            frames = self._dec.decode(None)
+        except av.FFmpegError as exc:
+            raise from_av_error(exc) from exc
+        for frame in frames:
+            self._in(frame)
+        self._in(None)
+
+    def _in(self, frame: Any | None) -> None:
+        assert self.sink is not None
+        if frame is not None:
+            self.stats.frames_decoded += 1
+            self._ts(frame)
+        with self.sink.lock:
+            self._decoded.append(frame)
+            self._run()
+
+    def _ts(self, frame: Any) -> None:
+        """ffmpeg_dec.c audio_ts_process: continuous timestamps in an internal time base that can
+        hold every sample rate seen (audio_samplerate_update), then in 1/sample_rate."""
+        sr = frame.sample_rate
+        ftb = Fraction(frame.time_base) if frame.time_base else Fraction(self.stream.time_base)
+        if sr != self._last_rate:
+            prev = self._last_tb.denominator
+            g = math.gcd(prev, sr)
+            new = Fraction(1, 28224000) if prev // g >= (2**31 - 1) // sr else Fraction(1, prev // g * sr)
+            if ftb.numerator == 1 and ftb.denominator > new.denominator and not ftb.denominator % new.denominator:
+                new = ftb
+            if self._last_pts is not None:
+                self._last_pts = rescale(self._last_pts, self._last_tb, new)
+            self._last_dur = rescale(self._last_dur, self._last_tb, new)
+            self._last_tb, self._last_rate = new, sr
+        tb = self._last_tb
+        pred = 0 if self._last_pts is None else self._last_pts + self._last_dur
+        pts = frame.pts
+        if pts is not None and self.offset:
+            pts += rescale(1, self.offset, ftb)  # the demuxer's ts_offset
+        if pts is None:
+            pts, ftb = pred, tb
+        elif self._last_pts is not None and pts > rescale(pred, tb, ftb, "up"):
+            self._last_delta = [None]  # a gap in the timestamps: restart the conversion
+        pts = rescale_delta(ftb, pts, tb, frame.samples, self._last_delta, tb)
+        self._last_pts = pts
+        self._last_dur = rescale(frame.samples, Fraction(1, sr), tb)
+        frame.pts = rescale(pts, tb, Fraction(1, sr))
+        frame.time_base = Fraction(1, sr)
+
+    def _run(self) -> None:
+        """Decoded frames through the graph, once the encoder exists (its frame size shapes the graph)."""
+        import av
+
+        if self.encoder is None:
+            return
+        while self._decoded:
+            frame = self._decoded.popleft()
+            if frame is not None:
+                key = (frame.format.name, frame.sample_rate, frame.layout.name)
+                if self._graph is not None and key != self._graph_key:
+                    self._drain(final=True, reset=True)  # ffmpeg reconfigures on a format change
+                if self._graph is None:
+                    self._build(frame, key)
+            if self._graph is None:  # end of stream and no frame ever came
+                self._sync(None)
+                continue
+            if self._trimmed:
+                if frame is not None:
+                    self.stats.drop("output -t/-to reached")
+                continue
+            try:
+                self._graph.push(frame)
+            except av.FFmpegError as exc:
+                raise from_av_error(exc) from exc
+            self._drain(final=frame is None)
+
+    def _build(self, frame: Any, key: tuple[str, int, str]) -> None:
+        import av
+
+        g = av.filter.Graph()
+        try:
+            nodes = [g.add_abuffer(format=key[0], sample_rate=key[1], layout=key[2], time_base=frame.time_base)]
+            nodes += [g.add(name) if args is None else g.add(name, args) for name, args in self._filters]
+            nodes.append(g.add("abuffersink"))
+            g.link_nodes(*nodes)
+            g.configure()
+        except (av.FFmpegError, ValueError) as exc:
+            raise from_av_error(exc) if isinstance(exc, av.FFmpegError) else InvalidArgumentError(str(exc)) from exc
+        size = self.encoder.frame_size
+        if size and not self._codec.capabilities & AV_CODEC_CAP_VARIABLE_FRAME_SIZE:
+            g.set_audio_frame_size(size)
+        self._graph, self._graph_key = g, key
+
+    def _drain(self, final: bool, reset: bool = False) -> None:
+        import av
+
+        if reset:
+            self._graph.push(None)
+        while True:
+            try:
+                out = self._graph.pull()
+            except av.BlockingIOError:
+                break
+            except av.EOFError:
+                final = True  # atrim reached output -t: the stream ends here
+                self._trimmed = True
+                break
+            except av.FFmpegError as exc:
+                raise from_av_error(exc) from exc
+            if self._start_shift and out.pts is not None:
+                out.pts -= self._start_shift  # the output's start time, as ffmpeg subtracts it
+            rec = self.sink.recording_time if self.sink is not None else None
+            if rec is not None and out.pts is not None and out.pts * self.time_base >= Fraction(rec, 1_000_000):
+                self.stats.drop("output -t/-to reached")  # check_recording_time at the encoder
+                continue
+            self._sync(out)
+        if reset:
+            self._graph = None
+        elif final:
+            self._sync(None)
+
+    def _sync(self, frame: Any | None) -> None:
+        self._synced.append(frame)
+        self._release_synced()
+
+    def _release_synced(self) -> None:
+        assert self.sink is not None
+        while self._synced and not self._flushed:
+            frame = self._synced[0]
+            if frame is not None and frame.pts is not None:
+                end = Fraction(frame.pts + frame.samples, frame.sample_rate)
+                if self.sink.past_cut(end):
+                    self._synced.popleft()
+                    self.stats.drop("output frame limit reached (ffmpeg's sync queue)")
+                    self._flush_encoder()
+                    continue
+                if self.sink.sync_hold(end):
+                    return
+            self._synced.popleft()
+            if frame is None:
+                self._flush_encoder()
+            else:
+                self._encode(frame)
+        while self._flushed and self._synced:
+            if self._synced.popleft() is not None:
+                self.stats.drop("output frame limit reached (ffmpeg's sync queue)")
+
+    def _encode(self, frame: Any | None) -> None:
+        import av
+
+        assert self.sink is not None
+        try:
+            packets = self.encoder.encode(frame)
+        except av.FFmpegError as exc:
+            raise from_av_error(exc) from exc
+        for packet in packets:
+            self.sink.push_side(self, packet, self.time_base)
+
+    def _flush_encoder(self) -> None:
+        assert self.sink is not None
+        if not self._flushed:
+            self._flushed = True
+            self._encode(None)
+            self.sink.end_side(self)

@@ -1,0 +1,130 @@
+"""``-filter_complex`` for one output: which part of the graph it runs and how its maps read.
+
+ffmpeg-python and other generators write every filter string as a complex graph
+(``[0]scale=88:-2[s0]`` mapped with ``-map "[s0]"``), and users write graphs with several
+inputs (``[0:v][1:v]overlay=10:10[out]``, ``hstack``, ``vstack``, ``xstack``) or several outputs
+(``split``). The graph is parsed with graph.parse's port of graphparser.c and linked as
+``avfilter_graph_segment_link`` links it (:mod:`.links`); :mod:`.complexplan` then takes the part
+upstream of the output's pad:
+
+* a linear part (no filter with several pads) is the output's ``-vf`` chain: every avdnn and
+  libavfilter filter works in it, with ffmpeg's result;
+* a part with a core of multi-pad libavfilter filters runs as one libavfilter graph around the
+  avdnn filters on the chains before and after it (:mod:`.multigraph`), each core input decoded
+  by its own reader of its input file.
+
+The output's maps name the stream its video is decoded from (the graph's input from input #0),
+so stream selection, the banner and the other streams (audio of any input) work as for ``-vf``.
+Several outputs of one graph (``split`` to two files) run as several outputs of one run, each
+its own pruned graph from :func:`~.complexplan.graph_for_output` (ComplexPlan.pruned: what is
+upstream of a split runs once per output), and
+:func:`~.complexplan.check_outputs_mapped` gives ffmpeg's error for an output nobody maps. What
+cannot be expressed (an avdnn filter with several inputs or between multi-pad filters, audio
+graphs, a cycle, a link used twice, an unknown label) is refused with a message naming it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+from avdnn.errors import InvalidArgumentError, NotSupportedError
+from avdnn.graph.complexplan import ComplexPlan, check_outputs_mapped, graph_for_output
+from avdnn.graph.links import link_graph
+from avdnn.media.input.source import Source
+from avdnn.media.libav.banner import GraphMapping
+from avdnn.run.selection import StreamOptions
+
+__all__ = ["apply_complex", "check_reopenable", "graph_mapping"]
+
+
+def _refuse(what: str) -> NotSupportedError:
+    return NotSupportedError(f"-filter_complex: {what} is not supported yet", option="filter_complex")
+
+
+def apply_complex(
+    graph: str | None,
+    filters: str,
+    maps: Sequence[str] | None,
+    opts: StreamOptions | None,
+    *,
+    n_inputs: int = 1,
+) -> tuple[str, Sequence[str] | None, StreamOptions | None, ComplexPlan | None]:
+    """The output's part of a ``-filter_complex`` graph, and its maps with the ``[label]`` replaced.
+
+    Returns the video chain (for a graph with a core, the graph text: the run goes through
+    :func:`~avdnn.run.complexgraph.complex_pipeline` with the returned plan), the maps (in
+    ``opts`` when given there) with the label replaced by the stream the output's video is decoded
+    from (for a core: its input from input #0), and the plan. An unlabeled output goes first among
+    explicit maps, as ffmpeg binds it to the first output; without maps the other streams are
+    still chosen automatically (``StreamOptions.graph_video``).
+    """
+    if graph is None:
+        return filters, maps, opts, None
+    if filters.strip():
+        raise InvalidArgumentError(
+            "-vf/-af/-filter and -filter_complex cannot be used together for the same stream.", option="filter_complex"
+        )
+    given = list(opts.maps if opts is not None and opts.maps else maps or [])
+    labels = [m[1:-1] for m in given if m.startswith("[") and m.endswith("]")]
+    linked = link_graph(graph)
+    unlabeled = [p for p in linked.outputs if p.label is None]
+    if len(labels) + len(unlabeled) > 1:
+        raise _refuse("several video outputs of the graph in one output file")
+    label = labels[0] if labels else None
+    if label is None and not unlabeled:
+        check_outputs_mapped(graph, [], graph=linked)  # nothing maps the graph's labeled outputs
+    plan = graph_for_output(graph, label, n_inputs=n_inputs, graph=linked)  # an unknown label first, as ffmpeg
+    check_outputs_mapped(graph, [label], graph=linked)
+    if plan.linear:
+        if plan.inputs[0].file != 0:
+            raise _refuse(f"input pad [{plan.inputs[0].label}] (a second input file)")
+        video, chain = plan.inputs[0].map, plan.chain_text
+    else:
+        video = next((gi.map for gi in plan.inputs if gi.file == 0), "")
+        if not video:
+            raise NotSupportedError(
+                "-filter_complex: a graph that reads no video of input #0 is not supported yet", option="filter_complex"
+            )
+        chain = graph
+    pad = None if label is None else f"[{label}]"
+    if pad is None:
+        if given:
+            given = [video, *given]
+        else:
+            opts = copy.copy(opts) if opts is not None else StreamOptions()
+            opts.graph_video = video
+    else:
+        given = [video if m == pad else m for m in given]
+    if opts is not None and opts.maps:
+        opts.maps = given
+    else:
+        maps = given
+    return chain, maps, opts, plan
+
+
+def check_reopenable(url: str, fmt: str | None, k: int) -> None:
+    """Refuse a second reader of input ``k`` for a core input when the input can be read once:
+    a pipe, or a network input (a live stream would be two streams, a server may refuse two)."""
+    from avdnn.media.input.live import is_network
+
+    pipe = url == "-" or url.startswith("pipe:")
+    if pipe or is_network(url, fmt):
+        raise NotSupportedError(
+            f"-filter_complex: input #{k} is {'a pipe' if pipe else 'a network input'}, which can be read "
+            "only once, and the graph needs a reader of its own for it",
+            option="i",
+        )
+
+
+def graph_mapping(plan: ComplexPlan, sources: Sequence[Source]) -> GraphMapping:
+    """The graph's lines of ``Stream mapping:`` (``sources``: the run's inputs, in order)."""
+    from avdnn.run.complexgraph import stream_index
+
+    rows = []
+    for smap, pad in plan.input_pads:
+        src = sources[int(smap.split(":")[0])]
+        index = stream_index(src, smap)
+        ctx = src.streams[index].codec_context
+        rows.append((int(smap.split(":")[0]), index, ctx.name if ctx is not None else "none", pad))
+    return GraphMapping(rows, plan.output_pad)
