@@ -23,6 +23,7 @@ from avdnn.dnn.backends import (
     spec_for,
     unregister_backend,
 )
+from avdnn.dnn.config import DEFAULT_BATCH_TIMEOUT, DnnConfig, EngineOptions
 from avdnn.dnn.engine import Engine, EngineStats, Item, Result, Task
 from avdnn.dnn.interface import (
     DNNAsyncStatusType,
@@ -35,7 +36,8 @@ from avdnn.dnn.interface import (
     ModelIO,
     TensorInfo,
 )
-from avdnn.dnn.model import DEFAULT_BATCH_TIMEOUT, DnnConfig, DnnModel, load_model
+from avdnn.dnn.load import load_model
+from avdnn.dnn.model import DnnModel
 from avdnn.dnn.shared import InstanceReport, InstanceScope
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "DnnConfig",
     "DnnModel",
     "Engine",
+    "EngineOptions",
     "EngineStats",
     "InstanceReport",
     "InstanceScope",

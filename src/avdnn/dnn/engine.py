@@ -1,21 +1,20 @@
-"""The one execution engine: tasks, inferences, a request pool, batching, sync and async.
+"""The one execution engine: tasks in submission order over a pool of requests, sync or async.
 
 FFmpeg's DNN backends each repeat the same queueing code (reference s.1.4-1.10) and each got
 it slightly wrong (a failed async run never completes its task; errors are lost behind EOF).
-Here it exists once, with the seed patches' semantics, for every backend:
+Here it exists once, with the seed patches' semantics, for every backend. This module is the
+request scheduling; what a batch is, how it runs and how its tasks complete is
+:mod:`avdnn.dnn.batching`, which :class:`Engine` builds on:
 
 * a :class:`Task` per frame holds one or more inferences (:class:`Item`, FFmpeg's lltask);
-* ``nireq`` reusable :class:`Request` slots each run up to ``batch_size`` items in one call of
-  the backend's ``run``; items are packed only with items of the same shape, so a resolution
-  change just starts a new batch;
+* ``nireq`` reusable :class:`Request` slots each run one batch of up to ``batch_size`` items
+  at a time;
 * ``async=True`` hands each started request to its slot's persistent worker thread (started
   once, at the slot's first use; FFmpeg starts a thread per request run, which costs more
   than a small model's inference) or to the backend's native async API; ``async=False``
   runs it inline. Both produce the same bytes;
 * :meth:`Engine.submit` blocks while every request is busy, so at most
   ``nireq * batch_size`` items are in flight;
-* completion is recorded under one lock with a per-task status keeping the first error;
-  every exit path of a request completes all of its items, so no task waits forever;
 * :meth:`Engine.get_result` releases tasks strictly in submission order and waits on a
   condition (never a sleep loop);
 * :meth:`Engine.flush` runs the partial last batch and raises its real error; a worker that
@@ -32,11 +31,13 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from avdnn.dnn.faults import FaultPlan, current_plan
+from avdnn.dnn.batching import Batcher, RunBatch
+from avdnn.dnn.config import EngineOptions
 from avdnn.dnn.interface import DNNAsyncStatusType, DoneCallback
 from avdnn.dnn.tasks import (
     EngineStats,
@@ -44,61 +45,60 @@ from avdnn.dnn.tasks import (
     Request,
     Result,
     Task,
-    as_error,
     auto_nireq,
     failure,
     worker_start_error,
 )
-from avdnn.errors import AvdnnError, ExitRequestedError, ExternalError, InvalidArgumentError
+from avdnn.errors import AvdnnError, ExitRequestedError, InvalidArgumentError
 
-__all__ = ["Engine", "EngineStats", "Item", "Request", "Result", "Task", "auto_nireq", "worker_start_error"]
+__all__ = [
+    "Engine",
+    "EngineOptions",
+    "EngineStats",
+    "Item",
+    "Request",
+    "Result",
+    "Task",
+    "auto_nireq",
+    "worker_start_error",
+]
 
 log = logging.getLogger("avdnn.dnn")
 
-RunBatch = Callable[[np.ndarray], Sequence[np.ndarray]]
 StartAsync = Callable[[np.ndarray, DoneCallback], None]
-#: one item's completion: the item, its error (None on success) and its result
-Outcome = tuple[Item, BaseException | None, Any]
 
 
-class Engine:
-    """Runs a backend's ``run_batch`` over submitted tasks with FFmpeg's request semantics."""
+class Engine(Batcher):
+    """Runs a backend's ``run_batch`` over submitted tasks with FFmpeg's request semantics.
+
+    ``options`` (default :class:`EngineOptions`'s) may be changed field by field with keywords:
+    ``Engine(run, nireq=2, batch_size=4)``. ``start_async``: the backend's native async API.
+    """
 
     def __init__(
         self,
         run_batch: RunBatch,
+        options: EngineOptions | None = None,
         *,
-        nireq: int = 0,
-        batch_size: int = 1,
-        async_mode: bool = True,
         start_async: StartAsync | None = None,
-        name: str = "dnn",
-        faults: FaultPlan | None = None,
-        close_timeout: float = 10.0,
+        **changes: Any,
     ) -> None:
-        if batch_size < 1:
-            raise InvalidArgumentError(f"batch_size must be at least 1, got {batch_size}", option="batch_size")
-        if nireq < 0:
-            raise InvalidArgumentError(f"nireq must be 0 (auto) or more, got {nireq}", option="nireq")
-        self.run_batch = run_batch
+        options = options if options is not None else EngineOptions()
+        if changes:
+            options = replace(options, **changes)
+        super().__init__(run_batch, options)
+        self.options = options
         self.start_async = start_async
-        self.nireq = nireq or auto_nireq()
-        self.batch_size = batch_size
-        self.async_mode = async_mode
-        self.name = name
-        self.faults = faults if faults is not None else current_plan()
-        self.close_timeout = close_timeout
-        self.stats = EngineStats()
-        self._cond = threading.Condition(threading.Lock())
+        self.nireq = options.nireq or auto_nireq()
+        self.async_mode = options.async_mode
+        self.close_timeout = options.close_timeout
         self._tasks: deque[Task] = deque()
-        self._pending: list[Item] = []
         self._requests = [Request(i) for i in range(self.nireq)]
         self._free: deque[Request] = deque(self._requests)
         self._busy = 0
         self._closed = False
         self._interrupted = False
         self._next_index = 0
-        self._faults_on = bool(self.faults)
         # workers of an engine nobody closed still stop when it is collected
         weakref.finalize(self, _stop_workers, self._requests)
 
@@ -119,19 +119,7 @@ class Engine:
             self.stats.tasks += 1
         for slot, item in enumerate(items):
             item.task, item.slot = task, slot
-        queued = 0
-        try:
-            for item in items:
-                if self._pending and (self._pending[0].shape, self._pending[0].dtype) != (item.shape, item.dtype):
-                    self._dispatch(len(self._pending))
-                self._pending.append(item)
-                queued += 1
-                if len(self._pending) >= self.batch_size:
-                    self._dispatch(self.batch_size)
-        except AvdnnError as err:
-            # the items not queued yet must complete too, or the task would wait forever
-            self._fail_items(items[queued:], err)
-            raise
+        self._queue(items)
         return task
 
     # -- FFmpeg's get_result ----------------------------------------------------------------
@@ -159,11 +147,7 @@ class Engine:
             if not head.complete:
                 return Result(DNNAsyncStatusType.NOT_READY)
             self._tasks.popleft()
-        if head.bug is not None:
-            raise head.bug
-        if head.error is not None:
-            return Result(DNNAsyncStatusType.FAIL, head.payload, (), head.error, head.index)
-        return Result(DNNAsyncStatusType.SUCCESS, head.payload, tuple(head.results), None, head.index)
+        return head.result()
 
     @property
     def in_flight(self) -> int:
@@ -201,8 +185,8 @@ class Engine:
             self._interrupted = True
             self._cond.notify_all()
 
-    def _exit(self) -> ExitRequestedError:
-        return ExitRequestedError(f"{self.name}: the run is stopping")
+    def _exit(self, who: str | None = None) -> ExitRequestedError:
+        return ExitRequestedError(f"{who or self.name}: the run is stopping")
 
     # -- close ----------------------------------------------------------------------------
 
@@ -239,68 +223,48 @@ class Engine:
             log.debug("%s: %d task(s) dropped at close", self.name, dropped)
         return idle
 
-    # -- internals ------------------------------------------------------------------------
+    # -- the request pool -----------------------------------------------------------------
 
-    def _take_pending(self, n: int) -> list[Item]:
-        items, self._pending = self._pending[:n], self._pending[n:]
-        return items
+    def _await_request(self, stopping: Callable[[], bool], who: str | None = None) -> None:
+        """Wait (the lock held) until a request is free; raise if the run stops (``stopping``,
+        ExitRequestedError naming ``who``) or the engine closes meanwhile."""
+        if not self._free:
+            self.stats.blocked_submits += 1
+            self._cond.wait_for(lambda: bool(self._free) or self._closed or stopping())
+        if stopping():
+            raise self._exit(who)
+        if self._closed:
+            raise InvalidArgumentError(f"{self.name}: closed while waiting for a free request")
+
+    def _bind(self, items: list[Item]) -> tuple[Request, int]:
+        """A free request for ``items`` and the batch's number (the lock held, a request free)."""
+        req = self._free.popleft()
+        self._busy += 1
+        stats = self.stats
+        if self._busy > stats.max_busy:
+            stats.max_busy = self._busy
+        for item in items:
+            item.task.dispatched += 1  # type: ignore[union-attr]
+        batch_no = stats.batches
+        stats.batches += 1
+        return req, batch_no
 
     def _acquire(self, n: int) -> tuple[Request, list[Item], int]:
         """A free request (waiting for one), the next ``n`` pending items and a batch number."""
         with self._cond:
-            if not self._free:
-                self.stats.blocked_submits += 1
-                self._cond.wait_for(lambda: bool(self._free) or self._closed or self._interrupted)
-            if self._interrupted:
-                raise self._exit()
-            if self._closed:
-                raise InvalidArgumentError(f"{self.name}: closed while waiting for a free request")
-            req = self._free.popleft()
-            self._busy += 1
-            stats = self.stats
-            if self._busy > stats.max_busy:
-                stats.max_busy = self._busy
+            self._await_request(lambda: self._interrupted)
             items = self._take_pending(n)
-            for item in items:
-                item.task.dispatched += 1  # type: ignore[union-attr]
-            batch_no = stats.batches
-            stats.batches += 1
+            req, batch_no = self._bind(items)
             return req, items, batch_no
 
     def _release(self, req: Request) -> None:
         with self._cond:
-            self._busy -= 1
-            self._free.append(req)
+            self._put_back(req)
             self._cond.notify_all()
 
-    def _complete(self, item: Item, error: BaseException | None, result: Any = None) -> None:
-        """Record one finished inference under the lock; the first error of a task is kept."""
-        with self._cond:
-            self._record(item, error, result)
-            self._cond.notify_all()
-
-    @staticmethod
-    def _record(item: Item, error: BaseException | None, result: Any) -> None:
-        """One completion; the caller holds the lock. ``error`` not an avdnn error: a bug, kept raw."""
-        task = item.task
-        assert task is not None
-        task.done += 1
-        item.finished = True
-        if error is not None and not isinstance(error, AvdnnError):
-            if task.bug is None:
-                task.bug = error
-        elif error is not None:
-            if task.error is None:
-                task.error = error.with_context(pts=getattr(task.payload, "pts", None))
-        else:
-            task.results[item.slot] = result
-
-    def _fail_items(self, items: Sequence[Item], err: BaseException) -> None:
-        for item in items:
-            with self._cond:
-                if item.task is not None:
-                    item.task.dispatched += 1
-            self._complete(item, err)
+    def _put_back(self, req: Request) -> None:
+        self._busy -= 1
+        self._free.append(req)
 
     def _dispatch(self, n: int, *, in_flush: bool = False) -> None:
         """Bind up to ``n`` pending items to a free request, fill its buffer, start it."""
@@ -354,23 +318,6 @@ class Engine:
                 raise self._exit() from exc
             raise start_err from exc
 
-    def _fill(self, req: Request, items: list[Item]) -> tuple[np.ndarray, list[Item]]:
-        """Pre-process items into the request buffer; an item whose fill fails fails alone."""
-        first = items[0]
-        batch = req.input_view(len(items), first.shape, first.dtype, self.batch_size, self.stats)
-        kept: list[Item] = []
-        for item in items:
-            try:
-                item.fill(batch[len(kept)])
-            except BaseException as exc:
-                err = as_error(exc, "pre-processing")
-                if err is None:  # a bug: _dispatch completes every item with it and raises it
-                    raise
-                self._complete(item, err)  # stored on the task, reported by get_result
-                continue
-            kept.append(item)
-        return (batch if len(kept) == len(items) else batch[: len(kept)]), kept
-
     def _start(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> None:
         """Hand a filled request to the backend's async API or to the slot's worker.
 
@@ -401,80 +348,6 @@ class Engine:
     def _stop_workers(self) -> None:
         _stop_workers(self._requests)
 
-    def _run(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> BaseException | None:
-        """Run one request (inline or on its worker); never leaves an item incomplete.
-
-        Returns the exception that is not an avdnn error (a bug, a KeyboardInterrupt), if any:
-        the inline caller raises it; on a worker it waits on its task for get_result.
-        """
-        outputs: Sequence[np.ndarray] | None = None
-        error: BaseException | None = None
-        try:
-            if self._faults_on:
-                self.faults.hit("inference", batch_no)
-            outputs = self.run_batch(batch)
-        except BaseException as exc:  # noqa: BLE001 - stored on every task of the batch
-            error = exc
-        return self._finish(req, items, outputs, error, batch_no)
-
-    def _finish(
-        self,
-        req: Request,
-        items: list[Item],
-        outputs: Sequence[np.ndarray] | None,
-        error: BaseException | None,
-        batch_no: int,
-    ) -> BaseException | None:
-        """Completion callback: post-process each item, then record every completion and free
-        the request under one lock (one wake-up per batch, not per item). Returns the first
-        exception that is not an avdnn error (recorded on its task as its bug)."""
-        done: list[Outcome] = []
-        try:
-            self._outcomes(items, outputs, error, done)
-        finally:
-            self._settle(req, items, done)
-        return next((e for _, e, _ in done if e is not None and not isinstance(e, AvdnnError)), None)
-
-    def _outcomes(
-        self,
-        items: list[Item],
-        outputs: Sequence[np.ndarray] | None,
-        error: BaseException | None,
-        done: list[Outcome],
-    ) -> None:
-        """Post-process each item of a batch run (or fail them all with its error), into ``done``."""
-        err = failure(error, "inference") if error is not None else _check_outputs(outputs, len(items))
-        if err is not None:
-            done += [(item, err, None) for item in items]
-            return
-        assert outputs is not None
-        single = len(items) == 1
-        for k, item in enumerate(items):
-            try:
-                if self._faults_on:
-                    task = item.task
-                    assert task is not None
-                    self.faults.hit("post_process", task.index, stream=task.stream)
-                result = item.post(list(outputs) if single else [o[k : k + 1] for o in outputs])
-            except BaseException as exc:  # noqa: BLE001 - stored on the task (a bug: re-raised from it)
-                done.append((item, failure(exc, "post-processing"), None))
-            else:
-                done.append((item, None, result))
-
-    def _settle(self, req: Request, items: list[Item], done: list[Outcome]) -> None:
-        """Record every outcome and free the request under one lock (one wake-up per batch);
-        an item an unexpected failure left without an outcome completes with an error."""
-        if len(done) < len(items):
-            late = ExternalError(f"{self.name}: request {req.index} ended before post-processing")
-            seen = {id(item) for item, _, _ in done}
-            done += [(item, late, None) for item in items if id(item) not in seen]
-        with self._cond:
-            for item, err_, result in done:
-                self._record(item, err_, result)
-            self._busy -= 1
-            self._free.append(req)
-            self._cond.notify_all()
-
 
 def _serve(engine_ref: weakref.ref[Engine], req: Request, inbox: queue.SimpleQueue[Any]) -> None:
     """A request slot's worker: run each job handed to it until told to stop.
@@ -498,13 +371,3 @@ def _stop_workers(requests: Sequence[Request]) -> None:
         if req.inbox is not None:
             req.inbox.put(None)
             req.inbox = None
-
-
-def _check_outputs(outputs: Sequence[np.ndarray] | None, n: int) -> AvdnnError | None:
-    if outputs is None or len(outputs) == 0:
-        return ExternalError("inference returned no outputs")
-    for i, out in enumerate(outputs):
-        if not isinstance(out, np.ndarray) or out.ndim == 0 or out.shape[0] != n:
-            shape = getattr(out, "shape", type(out).__name__)
-            return ExternalError(f"output {i} has shape {shape}; expected {n} item(s) on the first axis")
-    return None

@@ -1,113 +1,37 @@
-"""What filters call: FFmpeg's five DNN operations over one backend model and the engine.
+"""A filter's DNN model: FFmpeg's five DNN operations over one backend model and its engine.
 
-``load_model`` picks the backend from the table, loads the file and wires the shared
-:class:`~avdnn.dnn.engine.Engine` to the backend's ``run``; the returned :class:`DnnModel`
-offers ``execute`` / ``get_result`` / ``flush`` / ``close`` (FFmpeg's DNNModule) plus
-``get_input`` / ``get_output`` (the model description and the output size for an input
-size, found from static dims or, like FFmpeg, by one trial inference on a blank input).
+:func:`~avdnn.dnn.load.load_model` builds it from a loaded backend model (or, with
+``model_instance``, a :class:`~avdnn.dnn.shared.SharedModel` subclass of it); it wires the
+:class:`~avdnn.dnn.engine.Engine` to the backend's ``run``. :class:`DnnModel` offers ``execute``
+/ ``get_result`` / ``flush`` / ``close`` (FFmpeg's DNNModule) plus ``get_input`` /
+``get_output`` (the model description and the output size for an input size, found from
+static dims or, like FFmpeg, by one trial inference on a blank input).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from avdnn.dnn import io_proc
-from avdnn.dnn.backends import backend_class
-from avdnn.dnn.engine import Engine, Item, Result, Task, auto_nireq
+from avdnn.dnn.config import DnnConfig, engine_options
+from avdnn.dnn.engine import Engine, Item, Result, Task
 from avdnn.dnn.faults import FaultPlan
 from avdnn.dnn.interface import (
     DYNAMIC,
-    Backend,
     BackendModel,
     Cancellable,
     DNNFunctionType,
-    ModelConfig,
     ModelIO,
     NativeAsync,
     TensorInfo,
 )
-from avdnn.dnn.keep import Release, active
-from avdnn.errors import AvdnnError, IOFailureError, NotSupportedError
+from avdnn.dnn.keep import Release
+from avdnn.errors import IOFailureError, NotSupportedError
 
-log = logging.getLogger("avdnn.dnn")
-
-#: seconds a shared instance's partial batch waits for more streams' frames (docs/dnn.md: why 5 ms)
-DEFAULT_BATCH_TIMEOUT = 0.005
-
-
-@dataclass(frozen=True)
-class DnnConfig:
-    """The dnn_base options, typed (FFmpeg's DnnContext)."""
-
-    model: str
-    backend: str | int = "onnx"
-    input: str | None = None
-    outputs: tuple[str, ...] = ()
-    async_mode: bool = True
-    nireq: int = 0
-    batch_size: int = 1
-    device: str | None = None
-    device_id: int = 0
-    backend_options: Mapping[str, Any] = field(default_factory=dict)
-    #: share one loaded model and engine with the other filters naming it (avdnn.dnn.shared)
-    model_instance: str | None = None
-    #: a shared instance's longest wait for a batch to fill, in seconds
-    batch_timeout: float = DEFAULT_BATCH_TIMEOUT
-
-
-def load_model(
-    config: DnnConfig,
-    func_type: DNNFunctionType = DNNFunctionType.PROCESS_FRAME,
-    *,
-    backend: type[Backend] | None = None,
-    name: str = "dnn",
-    faults: FaultPlan | None = None,
-) -> DnnModel:
-    """Load ``config.model`` with its backend (or ``backend``, e.g. a mock) for ``func_type``.
-
-    With ``config.model_instance`` set, the model is the shared instance of that name in the
-    current :class:`~avdnn.dnn.shared.InstanceScope` (loaded by its first filter).
-    """
-    if config.model_instance:
-        from avdnn.dnn.shared import attach  # shared builds on this module
-
-        return attach(config, func_type, backend=backend, name=name, faults=faults)
-    loaded, release = load_backend(config, func_type, backend)
-    return DnnModel(loaded, config, func_type, name=name, faults=faults, release=release)
-
-
-def load_backend(
-    config: DnnConfig, func_type: DNNFunctionType, backend: type[Backend] | None = None
-) -> tuple[BackendModel, Release | None]:
-    """The backend model for ``config`` (from the active ModelKeeper if any) and its hand-back."""
-    cls = backend if backend is not None else backend_class(config.backend)
-    model_config = ModelConfig(
-        path=config.model,
-        func_type=func_type,
-        input_name=config.input,
-        output_names=config.outputs,
-        device=config.device,
-        device_id=config.device_id,
-        batch_size=config.batch_size,
-        options=dict(config.backend_options),
-        nireq=(config.nireq or auto_nireq()) if config.async_mode else 1,
-    )
-    keeper = active()
-    release: Release | None = None
-    try:
-        if keeper is not None:
-            loaded, release = keeper.acquire(cls, model_config)
-        else:
-            loaded = cls.load(model_config)
-    except AvdnnError as exc:
-        exc.with_context(file=config.model)
-        raise
-    return loaded, release
+__all__ = ["DnnModel", "shut_down"]
 
 
 class DnnModel:
@@ -130,20 +54,9 @@ class DnnModel:
         self.config = config
         self.func_type = func_type
         self.io: ModelIO = backend_model.describe()
-        async_mode = config.async_mode
-        if async_mode and not getattr(backend_model, "supports_async", True):
-            log.warning("%s: Async not supported. Rolling back to sync", name)
-            async_mode = False
         start_async = backend_model.run_async if isinstance(backend_model, NativeAsync) else None
-        self.engine = Engine(
-            backend_model.run,
-            nireq=config.nireq,
-            batch_size=config.batch_size,
-            async_mode=async_mode,
-            start_async=start_async,
-            name=name,
-            faults=faults,
-        )
+        options = engine_options(config, backend_model, name=name, faults=faults)
+        self.engine = Engine(backend_model.run, options, start_async=start_async)
         self._output_sizes: dict[tuple[int, int, int], tuple[int, int, int]] = {}
         self._closed = False
 
@@ -219,15 +132,24 @@ class DnnModel:
         if self._closed:
             return
         self._closed = True
-        idle = False
-        try:
-            if self.engine.in_flight and isinstance(self.backend, Cancellable) and self._release is None:
-                self._cancelled = True
-                self.backend.cancel()  # nobody reads these results: stop them instead of waiting
-            idle = self.engine.close()
-        finally:
-            if self._release is not None:
-                # one with requests still running after the bounded wait is not idle: not reused
-                self._release(self.backend, idle and not self._cancelled)
-            else:
-                self.backend.close()
+        shut_down(self.engine, self.backend, self._release, cancelled=self._cancelled)
+
+
+def shut_down(engine: Engine, backend: BackendModel, release: Release | None, *, cancelled: bool) -> None:
+    """Close ``engine`` (bounded wait) and then its backend model, or hand it back to its keeper.
+
+    Requests still in flight are cancelled first where the backend can and it is not kept
+    (nobody reads their results); a kept one is reused only if it was idle and never cancelled.
+    """
+    idle = False
+    try:
+        if engine.in_flight and isinstance(backend, Cancellable) and release is None:
+            cancelled = True
+            backend.cancel()  # nobody reads these results: stop them instead of waiting
+        idle = engine.close()
+    finally:
+        if release is not None:
+            # one with requests still running after the bounded wait is not idle: not reused
+            release(backend, idle and not cancelled)
+        else:
+            backend.close()

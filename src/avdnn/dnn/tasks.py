@@ -1,9 +1,9 @@
 """The engine's units of work: tasks, inferences (lltasks), requests, results, counters.
 
 FFmpeg's TaskItem / LastLevelTaskItem / request items, as plain Python objects. Only the
-engine (:mod:`avdnn.dnn.engine`) mutates them, under its lock; filters see :class:`Result`.
-Also here: how a failure of a runtime, a post-processing step or a worker start becomes an
-avdnn error with FFmpeg's code.
+engine (:mod:`avdnn.dnn.engine`, :mod:`avdnn.dnn.batching`) mutates them, under its lock;
+filters see :class:`Result`. Also here: how a failure of a runtime, a post-processing step or
+a worker start becomes an avdnn error with FFmpeg's code.
 """
 
 from __future__ import annotations
@@ -84,6 +84,15 @@ class Task:
     @property
     def complete(self) -> bool:
         return self.done >= self.todo
+
+    def result(self) -> Result:
+        """What get_result answers for this complete task: SUCCESS, or FAIL with its first
+        error; a bug (an exception that is not an avdnn error) is raised as it was."""
+        if self.bug is not None:
+            raise self.bug
+        if self.error is not None:
+            return Result(DNNAsyncStatusType.FAIL, self.payload, (), self.error, self.index)
+        return Result(DNNAsyncStatusType.SUCCESS, self.payload, tuple(self.results), None, self.index)
 
 
 @dataclass(eq=False)

@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from avdnn.dnn.engine import Engine, Outcome, RunBatch
-from avdnn.dnn.faults import FaultPlan
+from avdnn.dnn.batching import Outcome, RunBatch
+from avdnn.dnn.config import DEFAULT_BATCH_TIMEOUT, EngineOptions
+from avdnn.dnn.engine import Engine
 from avdnn.dnn.interface import DNNAsyncStatusType
 from avdnn.dnn.tasks import Item, Request, Result, Task, as_error, failure
 from avdnn.errors import AvdnnError, ExitRequestedError, InvalidArgumentError
@@ -70,26 +71,9 @@ class SharedEngine(Engine):
     """The engine of a shared model instance; streams use the ``*_for`` methods with their Client."""
 
     def __init__(
-        self,
-        run_batch: RunBatch,
-        *,
-        nireq: int = 0,
-        batch_size: int = 1,
-        async_mode: bool = True,
-        batch_timeout: float = 0.005,
-        name: str = "dnn",
-        faults: FaultPlan | None = None,
-        close_timeout: float = 10.0,
+        self, run_batch: RunBatch, options: EngineOptions, *, batch_timeout: float = DEFAULT_BATCH_TIMEOUT
     ) -> None:
-        super().__init__(
-            run_batch,
-            nireq=nireq,
-            batch_size=batch_size,
-            async_mode=async_mode,
-            name=name,
-            faults=faults,
-            close_timeout=close_timeout,
-        )
+        super().__init__(run_batch, options)
         lock = threading.Lock()
         self._cond = threading.Condition(lock)
         self._timer_cond = threading.Condition(lock)  # the timer waits here, not on every completion
@@ -188,11 +172,7 @@ class SharedEngine(Engine):
             client.tasks.popleft()
             if head.error is not None or head.bug is not None:
                 client.failures += 1
-        if head.bug is not None:
-            raise head.bug
-        if head.error is not None:
-            return Result(DNNAsyncStatusType.FAIL, head.payload, (), head.error, head.index)
-        return Result(DNNAsyncStatusType.SUCCESS, head.payload, tuple(head.results), None, head.index)
+        return head.result()
 
     def queued_for(self, client: Client) -> int:
         """Tasks of ``client`` submitted and not yet taken by get_result_for."""
@@ -236,7 +216,7 @@ class SharedEngine(Engine):
     # -- dispatch -------------------------------------------------------------------------
 
     def _exit_for(self, client: Client) -> ExitRequestedError:
-        return ExitRequestedError(f"{client.label}: the run is stopping")
+        return self._exit(client.label)
 
     def _group_size(self, key: GroupKey) -> int:
         with self._cond:
@@ -288,15 +268,9 @@ class SharedEngine(Engine):
     def _dispatch_group(self, key: GroupKey, client: Client | None, *, in_flush: bool = False) -> None:
         """A free request (waiting for one), up to ``batch_size`` items of group ``key``, started."""
         with self._cond:
-            if not self._free:
-                self.stats.blocked_submits += 1
-                self._cond.wait_for(
-                    lambda: bool(self._free) or self._closed or (client is not None and client.interrupted)
-                )
-            if client is not None and client.interrupted:
-                raise self._exit_for(client)
-            if self._closed:
-                raise InvalidArgumentError(f"{self.name}: closed while waiting for a free request")
+            self._await_request(
+                lambda: client is not None and client.interrupted, client.label if client is not None else None
+            )
             group = self._groups.get(key)
             if group is None:
                 return  # another thread took these items
@@ -306,14 +280,7 @@ class SharedEngine(Engine):
                 group.arrivals.popleft()
             if not group.items:
                 del self._groups[key]
-            req = self._free.popleft()
-            self._busy += 1
-            stats = self.stats
-            stats.max_busy = max(stats.max_busy, self._busy)
-            for item in items:
-                item.task.dispatched += 1  # type: ignore[union-attr]
-            batch_no = stats.batches
-            stats.batches += 1
+            req, batch_no = self._bind(items)
             self.inferences += n
             if len({item.task.stream for item in items if item.task is not None}) > 1:
                 self.mixed += 1

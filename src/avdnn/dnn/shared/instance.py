@@ -10,24 +10,22 @@ on its own stream. Which instances exist, and how long they live, is the scope's
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from avdnn.dnn.config import DnnConfig, engine_options, load_backend
 from avdnn.dnn.faults import FaultPlan
-from avdnn.dnn.interface import Backend, Cancellable, DNNFunctionType
+from avdnn.dnn.interface import Backend, DNNFunctionType
 from avdnn.dnn.keep import Release
-from avdnn.dnn.model import DnnConfig, DnnModel, load_backend
+from avdnn.dnn.model import DnnModel, shut_down
 from avdnn.dnn.shared.engine import Client, SharedEngine
 from avdnn.dnn.tasks import Item, Result, Task
 from avdnn.errors import InvalidArgumentError
 
 __all__ = ["InstanceReport", "SharedInstance", "SharedModel", "format_report"]
-
-log = logging.getLogger("avdnn.dnn")
 
 #: DnnConfig fields that must agree between the filters of one instance, by their option names
 _AGREE = (
@@ -115,20 +113,9 @@ class SharedInstance:
         self.backend_cls = backend
         self.backend, self._release = load_backend(config, func_type, backend)
         self.io = self.backend.describe()
-        async_mode = config.async_mode
-        if async_mode and not getattr(self.backend, "supports_async", True):
-            log.warning("model_instance %s: Async not supported. Rolling back to sync", name)
-            async_mode = False
         try:
-            self.engine = SharedEngine(
-                self.backend.run,
-                nireq=config.nireq,
-                batch_size=config.batch_size,
-                async_mode=async_mode,
-                batch_timeout=config.batch_timeout,
-                name=f"model_instance {name}",
-                faults=faults,
-            )
+            options = engine_options(config, self.backend, name=f"model_instance {name}", faults=faults)
+            self.engine = SharedEngine(self.backend.run, options, batch_timeout=config.batch_timeout)
         except BaseException:
             self.backend.close()
             raise
@@ -207,18 +194,9 @@ class SharedInstance:
             if self._shut_down:
                 return
             self._shut_down = True
-        idle = False
-        cancelled = False
         try:
-            if self.engine.in_flight and isinstance(self.backend, Cancellable) and self._release is None:
-                cancelled = True
-                self.backend.cancel()  # nobody reads these results any more
-            idle = self.engine.close()
+            shut_down(self.engine, self.backend, self._release, cancelled=False)
         finally:
-            if self._release is not None:
-                self._release(self.backend, idle and not cancelled)
-            else:
-                self.backend.close()
             self.final = self.report()
             if self.on_closed is not None:
                 self.on_closed(self)

@@ -17,9 +17,9 @@ import contextvars
 import threading
 from collections.abc import Iterator
 
+from avdnn.dnn.config import DnnConfig
 from avdnn.dnn.faults import FaultPlan
 from avdnn.dnn.interface import Backend, DNNFunctionType
-from avdnn.dnn.model import DnnConfig
 from avdnn.dnn.shared.instance import InstanceReport, SharedInstance, SharedModel, format_report
 from avdnn.errors import InvalidArgumentError
 
