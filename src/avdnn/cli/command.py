@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from avdnn._util.redact import RedactFilter, redact_url
-from avdnn.cli.args import LOG_LEVELS, Args, parse_args, run_kwargs
+from avdnn.cli.args import LOG_LEVELS, Args, run_kwargs
+from avdnn.cli.parser import parse_args
 from avdnn.errors import AVERROR_BUG, FFMPEG_ERROR_RATE_EXCEEDED, AvdnnError, InvalidArgumentError
 
 log = logging.getLogger("avdnn")

@@ -130,15 +130,6 @@ class StreamOptions:
         return self.lookup(table, media_type, nth)
 
 
-@dataclass
-class OutputPlan:
-    """What one output carries: input streams in output order, and where the video goes."""
-
-    streams: list[Any]
-    video_index: int | None  # position of the chain's video stream among ``streams``
-    sides: list[SidePath]
-
-
 def select_streams(
     streams: list[Any],
     opts: StreamOptions,

@@ -169,10 +169,6 @@ class RunStats:
         return sum(self.failures.values())
 
     @property
-    def ended_abnormally(self) -> bool:
-        return self.error is not None or self.stopped_early
-
-    @property
     def frames_dropped(self) -> dict[str, int]:
         """Frames dropped by design, by who dropped them."""
         out: dict[str, int] = {k: v for k, v in self.input_dropped.items() if v}
