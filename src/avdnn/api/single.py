@@ -158,8 +158,8 @@ def run(
         more_inputs=more_inputs,
         more_source_options=more_source_options,
     )
-    run_ = RunBuilder(request)
-    return run_.frames() if output is None else run_.run()
+    built = RunBuilder(request)  # the keywords are checked here, before anything opens
+    return built.frames() if output is None else built.run()
 
 
 def probe(

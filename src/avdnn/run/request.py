@@ -237,38 +237,38 @@ def fold_stream_options(
     return opts
 
 
-#: The keywords of ``avdnn.run`` that only an output consumes, with their defaults.
-OUTPUT_ONLY: dict[str, Any] = {
-    "map": None,
-    "more_inputs": (),
-    "more_source_options": None,
-    "vn": False,
-    "an": False,
-    "sn": False,
-    "dn": False,
-    "format": None,
-    "codec": None,
-    "pix_fmt": None,
-    "rate": None,
-    "overwrite": None,
-    "bitexact": False,
-    "codec_options": None,
-    "fps_mode": "auto",
-    "progress": None,
-    "audio_codec": None,
-    "subtitle_codec": None,
-    "audio_bitrate": None,
-    "audio_rate": None,
-    "audio_channels": None,
-    "audio_filters": "",
-    "metadata": None,
-    "stream_options": None,
-    "start_time": None,
-    "recording_time": None,
-    "stop_time": None,
-    "format_options": None,
-    "size": None,
-}
+#: The keywords of ``avdnn.run`` that only an output consumes (their defaults: RunRequest's).
+OUTPUT_ONLY = (
+    "map",
+    "more_inputs",
+    "more_source_options",
+    "vn",
+    "an",
+    "sn",
+    "dn",
+    "format",
+    "codec",
+    "pix_fmt",
+    "rate",
+    "overwrite",
+    "bitexact",
+    "codec_options",
+    "fps_mode",
+    "progress",
+    "audio_codec",
+    "subtitle_codec",
+    "audio_bitrate",
+    "audio_rate",
+    "audio_channels",
+    "audio_filters",
+    "metadata",
+    "stream_options",
+    "start_time",
+    "recording_time",
+    "stop_time",
+    "format_options",
+    "size",
+)
 
 
 def refuse_output_only(given: dict[str, Any], *, graph: bool | None) -> None:
@@ -279,7 +279,8 @@ def refuse_output_only(given: dict[str, Any], *, graph: bool | None) -> None:
     """
     skip = set() if graph is None else {"map"} if graph else {"map", "more_inputs", "more_source_options"}
     unset: tuple[Any, ...] = (None, False, "", (), [], {})
-    names = [k for k, default in OUTPUT_ONLY.items() if k not in skip and given.get(k) not in (default, *unset)]
+    defaults = {f.name: f.default for f in fields(RunRequest)}
+    names = [k for k in OUTPUT_ONLY if k not in skip and given.get(k) not in (defaults[k], *unset)]
     if names:
         raise InvalidArgumentError(
             f"{', '.join(names)}: output options, but the run has no output (its frames are iterated); "
