@@ -18,7 +18,8 @@ import av
 import pytest
 from onnx_models import identity
 
-from avdnn.cli.command import exit_status, main
+from avdnn.api import exit_status
+from avdnn.cli.command import main
 from avdnn.dnn import faults
 from avdnn.errors import AVERROR, AVERROR_EXTERNAL
 

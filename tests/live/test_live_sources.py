@@ -215,7 +215,7 @@ def test_credentials_never_shown(ffmpeg: str, served: dict[str, Path], tmp_path:
 )
 def test_protocol_options_still_reach_the_protocol(flag: str, value: str) -> None:
     """avdnn's live options take none of the protocols' AVOption names (http's -reconnect* neither)."""
-    from avdnn.cli.args import parse_args
+    from avdnn.cli.parser import parse_args
 
     argv = [flag, value, "-reconnect_streamed", "1", "-live_timeout", "3", "-live_drop", "none", "-i", "tcp://h:1"]
     args = parse_args([*argv, "-f", "null", "-"])

@@ -263,7 +263,7 @@ def test_ctrl_c_does_not_wait_for_an_output_blocked_in_its_input(clip: dict[str,
     import socket
     import time
 
-    from avdnn.api import many as multi
+    from avdnn.run import parallel as multi
 
     with socket.socket() as probe:  # a free port, nobody sending to it
         probe.bind(("127.0.0.1", 0))

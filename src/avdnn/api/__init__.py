@@ -1,11 +1,14 @@
 """The public Python API: ``run``/``open`` for one output, ``run_many``/``open_many`` for several.
 
-The CLI, ``avdnn batch`` and ``avdnn serve`` reach a run through these names only.
+The CLI, ``avdnn batch`` and ``avdnn serve`` reach a run through these names only: besides the
+ones :mod:`avdnn` exports, ``probe`` (an input without an output), ``command_jobs`` (the outputs
+of one command line sharing its ``-filter_complex``), and ``exit_status``/``status_of``/``NO_OUTPUT``
+(how a run's end reads as the process's exit status).
 """
 
 from __future__ import annotations
 
-from avdnn.api.many import Job, MultiFrameStream, OutputsFailedError, open_many, run_many
+from avdnn.api.many import Job, MultiFrameStream, OutputsFailedError, command_jobs, open_many, run_many
 from avdnn.api.single import (
     FrameStream,
     RunOptions,
@@ -14,21 +17,28 @@ from avdnn.api.single import (
     keep_models,
     open,  # noqa: A004 - avdnn.open, as av.open
     open_source,
+    probe,
     run,
 )
+from avdnn.run.exitstatus import NO_OUTPUT, exit_status, status_of
 
 __all__ = [
+    "NO_OUTPUT",
     "FrameStream",
     "Job",
     "MultiFrameStream",
     "OutputsFailedError",
     "RunOptions",
     "StreamOptions",
+    "command_jobs",
     "dump_input",
+    "exit_status",
     "keep_models",
     "open",
     "open_many",
     "open_source",
+    "probe",
     "run",
     "run_many",
+    "status_of",
 ]

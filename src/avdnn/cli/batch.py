@@ -1,4 +1,4 @@
-"""``avdnn batch``'s own flags; cli.py hands everything else to the main CLI's option parser.
+"""``avdnn batch``'s own flags; cli.command hands everything else to the main CLI's option parser.
 
     avdnn batch [--workers N] [--address auto|HOST:PORT] [--resume] [--report FILE] [--retries N]
                 [--num-cpus X] [--num-gpus X] -i PATH_OR_GLOB... -vf CHAIN [output options] -o TEMPLATE

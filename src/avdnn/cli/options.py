@@ -1,4 +1,4 @@
-"""The values of the command line's input (Source) and output options, as :mod:`avdnn.cli.args` parses them.
+"""The values of the command line's input (Source) and output options, as :mod:`avdnn.cli.parser` parses them.
 
 Input options become :class:`~avdnn.media.input.source.Source` keywords, typed as ffmpeg parses them;
 output options go into the :class:`~avdnn.cli.args.Args` of the output being parsed.
@@ -8,17 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from avdnn.cli.args import Args
 from avdnn.errors import (
     AVERROR_OPTION_NOT_FOUND,
     InvalidArgumentError,
     NotSupportedError,
     OptionNotFoundError,
 )
-
-if TYPE_CHECKING:
-    from avdnn.cli.args import Args
 
 __all__ = ["SOURCE_GLOBAL", "SOURCE_INPUT", "output_option", "source_option"]
 

@@ -59,7 +59,7 @@ def takes(spec: FilterSpec) -> bool:
 def build_stages(chain: str | Sequence[FilterSpec | Stage], *, tail: Sequence[FilterSpec] = ()) -> list[Stage]:
     """Stages for ``chain``; ``tail`` are lavfi filters the output needs (format=...).
 
-    ``chain`` may hold stages already built (a complex graph's core, graph.multigraph); a stage
+    ``chain`` may hold stages already built (a complex graph's core, run.complexgraph); a stage
     with ``absorb(specs) -> bool`` may take the libavfilter filters right after it into itself.
     """
     items = parse_chain(chain) if isinstance(chain, str) else list(chain)

@@ -12,7 +12,7 @@ an output maps, into the parts avdnn can run:
   join the core;
 * the core: the filters with several inputs or outputs (overlay, hstack, split, ...) and every
   libavfilter filter between them, run as one libavfilter graph with one buffer source per core
-  input (:mod:`.multigraph`);
+  input (:mod:`avdnn.run.complexgraph`);
 * the chain after the core (avdnn and libavfilter filters) up to the output.
 
 A graph without a filter of several pads is linear: one chain from one input stream. What cannot

@@ -1,6 +1,6 @@
 """The accounting of a run with several outputs: each output's :class:`RunStats`, and how it ended.
 
-Every output of a run is its own pipeline (:mod:`avdnn.api.many`), so each keeps its own
+Every output of a run is its own pipeline (:mod:`avdnn.run.parallel`), so each keeps its own
 accounting, per input and output stream, exactly as a one-output run does; this collects them.
 A failed output keeps the stats of what it did before the error (None when it failed before it
 started: its input could not be opened). With one output the summary is that output's, unchanged.
@@ -67,6 +67,14 @@ class MultiRunStats:
     @property
     def failed(self) -> list[OutputResult]:
         return [o for o in self.outputs if o.failed]
+
+    def unstarted_error(self) -> AvdnnError | None:
+        """The error of a one-output run that failed before it started (its input or output could
+        not be opened): the whole story of the run, told as its one line. None otherwise."""
+        if len(self.outputs) != 1:
+            return None
+        only = self.outputs[0]
+        return only.error if only.stats is None else None
 
     def violations(self) -> list[str]:
         """Each output's accounting violations, prefixed with the output."""

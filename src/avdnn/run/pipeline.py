@@ -63,14 +63,14 @@ class Pipeline:
         self.stages = build_stages(chain, tail=tail)
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
         self.stats.input_live = bool(getattr(source, "live", False))
-        #: A live input's queue before the chain, with its drop policy (graph.livequeue)
+        #: A live input's queue before the chain, with its drop policy (run.livequeue)
         self._queue: DropQueue[Frame] | None = None
         #: the hand-off between the decoder thread and the chain (a live input's is _queue)
         self._channel: Channel[Frame] | None = None
         for side in sink.sides if sink is not None else ():
             # streams around the chain: fed by the demuxer that reads the video, on its thread
             # (registered before anything reads the input: autorotation decodes a frame ahead; the
-            # streams of other inputs are fed by their own demuxers, see api)
+            # streams of other inputs are fed by their own demuxers, see run.wiring)
             if side.input_file == 0:
                 source.attach_side(side.in_index, side.packet, side.end, side.loop, decodes_audio=side.decodes_audio)
             self.stats.streams.append(side.stats)
@@ -83,7 +83,7 @@ class Pipeline:
         self._cut_short = False  # a stage took no more input (trim): the ones before it stopped early
         #: set (by the writer thread) when the output wants no more frames or failed
         self._stopping = False
-        #: the run's stop request when several outputs run on threads (graph.stop): Ctrl-C for all
+        #: the run's stop request when several outputs run on threads (run.stop): Ctrl-C for all
         self._stop_request = current_stop()
         #: an input waiting to be reopened stops waiting when the run stops (unregistered at close)
         interrupt = getattr(source, "interrupt", None)
@@ -98,7 +98,7 @@ class Pipeline:
             if stop is not None and stop.is_set():
                 raise KeyboardInterrupt  # another thread took the SIGINT: stop as on Ctrl-C
             self.stats.frames_read += 1
-            frame.side_data.arrival = time.monotonic()  # end-to-end latency starts here (graph.latency)
+            frame.side_data.arrival = time.monotonic()  # end-to-end latency starts here (run.latency)
             yield frame
         self._eof = True
 
@@ -272,7 +272,7 @@ class Pipeline:
         return self.stats
 
     def _settle(self) -> None:
-        """Each stage's declarations at the end (graph.stats): by-design drops, frames in flight."""
+        """Each stage's declarations at the end (run.stats): by-design drops, frames in flight."""
         early = self.stats.error is not None or self._cut_short or not self._eof
         for stage, st in zip(self.stages, self.stats.stages, strict=True):
             for cause, n in getattr(stage, "dropped", {}).items():
@@ -359,7 +359,7 @@ class Pipeline:
             self._sync_drops()
             assert self._channel is not None
             # counted, not inferred: a frame read and then neither taken, dropped nor left queued
-            # is a violation (graph.stats), never "decoded ahead"
+            # is a violation (run.stats), never "decoded ahead"
             self.stats.read_ahead = self._channel.refused
             self.stats.input_taken = self._taken
         first: BaseException | None = None

@@ -9,7 +9,7 @@ Every stage of the chain counts the frames it took and gave; what it drops or ad
 * the output declares its video-sync drops and duplicates, frames past ``-t``, and frames past
   ``-frames:v``;
 * a live input declares the frames its drop policy dropped before the chain (``input_dropped``,
-  graph.livequeue), so ``read = written + failed + dropped`` holds for it too.
+  run.livequeue), so ``read = written + failed + dropped`` holds for it too.
 
 Conservation, per stage: ``in + added == out + failed + dropped + in_flight``, where a frame is
 "in flight" only when the run stopped before the end of its input (an error, ``-frames:v``, a
@@ -142,13 +142,13 @@ class RunStats:
     input_counters: dict[str, int] = field(default_factory=dict)
     #: Whether the input was read to its end (its counters must then balance exactly).
     input_complete: bool = False
-    #: The other inputs of a -filter_complex graph's core, each with its own chain (graph.multigraph).
+    #: The other inputs of a -filter_complex graph's core, each with its own chain (run.complexgraph).
     graph_inputs: list[RunStats] = field(default_factory=list)
     #: Whether the input is live (network, device, -re): its drops, reconnects and latency are shown.
     input_live: bool = False
-    #: Frames the input's queue dropped before the chain, by cause (-live_drop, graph.livequeue).
+    #: Frames the input's queue dropped before the chain, by cause (-live_drop, run.livequeue).
     input_dropped: dict[str, int] = field(default_factory=dict)
-    #: Seconds from a frame leaving the input to the output taking it (graph.latency).
+    #: Seconds from a frame leaving the input to the output taking it (run.latency).
     latency: Latency = field(default_factory=Latency)
 
     @property
@@ -167,10 +167,6 @@ class RunStats:
     def frames_failed(self) -> int:
         """How many frames failed (``failures`` says where and why)."""
         return sum(self.failures.values())
-
-    @property
-    def ended_abnormally(self) -> bool:
-        return self.error is not None or self.stopped_early
 
     @property
     def frames_dropped(self) -> dict[str, int]:

@@ -1,11 +1,12 @@
 """A stop request shared by the outputs of one run, seen by each output's pipeline.
 
-Several outputs run on threads of their own (:mod:`avdnn.api.many`); SIGINT reaches only the main
-thread, so it sets one :class:`StopSignal` that every pipeline started inside :func:`stop_scope`
-checks at each decoded frame, then stops as it would on Ctrl-C: the frames before are written and
-the output is finished cleanly (the run then exits 255, as ffmpeg does). A pipeline also hands
-the signal its input's ``interrupt``, so an input waiting to be reopened stops waiting at once
-(a read blocked in libavformat still ends only at its own bound, ``-live_timeout``).
+Several outputs run on threads of their own (:mod:`avdnn.run.parallel`); SIGINT reaches only the
+main thread, so it sets one :class:`StopSignal` that every pipeline started inside
+:func:`stop_scope` checks at each decoded frame, then stops as it would on Ctrl-C: the frames
+before are written and the output is finished cleanly (the run then exits 255, as ffmpeg
+does). A pipeline also hands the signal its input's ``interrupt``, so an input waiting to be
+reopened stops waiting at once (a read blocked in libavformat still ends only at its own bound,
+``-live_timeout``).
 """
 
 from __future__ import annotations

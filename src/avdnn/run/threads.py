@@ -90,7 +90,7 @@ def prefetch(source: Iterator[T], depth: int, *, name: str, channel: Channel[T] 
 
     Closing the returned generator cancels the producer and joins its thread, so whoever
     owns the underlying resource can close it safely afterwards. ``channel`` replaces the
-    plain bounded channel (a live input's drop queue, graph.livequeue).
+    plain bounded channel (a live input's drop queue, run.livequeue).
     """
     chan: Channel[T] = channel if channel is not None else Channel(depth)
 

@@ -1,59 +1,30 @@
 """Wiring an output: which input streams it takes and how each reaches the sink.
 
-ffmpeg's stream selection (graph.plan) gives the output's streams; this hands the chain's
-video to the input it comes from (any input: that one drives the output), the other streams to
-side paths in the sink, and makes a companion demuxer for each other input that feeds the output.
+ffmpeg's stream selection (:mod:`avdnn.run.selection`) gives the output's streams; this hands
+the chain's video to the input it comes from (any input: that one drives the output), the other
+streams to side paths in the sink (:mod:`avdnn.run.streampaths`), and makes a companion demuxer
+for each other input that feeds the output.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
+from avdnn.errors import InvalidArgumentError
+from avdnn.media.input.companion import CompanionInput
 from avdnn.media.input.source import Source
 from avdnn.media.output.sink import Sink
-from avdnn.run.selection import (
-    StreamMap,
-    StreamOptions,
-    build_sides,
-    filtered_copy_error,
-    plan_dispositions,
-    plan_metadata,
-    select_streams,
-)
+from avdnn.run.metadata import plan_dispositions, plan_metadata
+from avdnn.run.selection import StreamOptions, select_streams
+from avdnn.run.streampaths import build_sides, filtered_copy_error
 
-
-def check_input_codecs(source: Source, names: dict[str, str]) -> None:
-    """The input's ``-c:v``/``-c:a``: avdnn decodes with each stream's own decoder, so it must be that one."""
-    for kind, name in names.items():
-        stream = next((s for s in source.streams if s.type == kind), None)
-        have = stream.codec_context.name if stream is not None and stream.codec_context is not None else "none"
-        if have != name:
-            raise NotSupportedError(
-                f"input -c:{kind[0]} {name}: avdnn decodes the stream with its own decoder "
-                f"({have}); forcing another decoder is not supported yet",
-                option=f"c:{kind[0]}",
-            )
-
-
-def referenced_inputs(maps: Sequence[str], count: int) -> set[int]:
-    """The inputs an output's ``-map`` options name (all ``count`` without maps: ffmpeg's automatic
-    selection looks at every input). Only these are opened for the output, so an input that
-    cannot be read fails the outputs that use it and no other."""
-    if not maps:
-        return set(range(count))
-    try:
-        named = {StreamMap.parse(m).file for m in maps if not m.startswith("-")}
-    except AvdnnError:
-        return set(range(count))  # the map is refused by select_streams, with its own message
-    return {k for k in named if k < count} or {0}
+__all__ = ["plan_output"]
 
 
 def plan_output(
     inputs: Sequence[Source | None], sink: Sink, opts: StreamOptions, filters: str, *, bitexact: bool
-) -> tuple[int, list[Any]]:
-    """Choose the output's streams (ffmpeg's rules, graph.plan) and hand them to the inputs and the sink.
+) -> tuple[int, list[CompanionInput]]:
+    """Choose the output's streams (ffmpeg's rules) and hand them to the inputs and the sink.
 
     ``inputs`` are the run's inputs in command-line order (None: not opened, no map of this
     output names it). The chain's video may come from any of them: that input drives the
@@ -116,8 +87,6 @@ def plan_output(
         )
     sink.display_matrix = lambda: source.output_display_matrix
     sink.set_streams(sides, None if video is None else streams.index(video))  # may write the header
-    from avdnn.media.input.companion import CompanionInput
-
     return driver, [
         CompanionInput(other, [s for s in sides if s.input_file == n], sink)
         for n, (_, other) in enumerate(others, start=1)

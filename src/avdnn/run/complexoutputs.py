@@ -1,26 +1,26 @@
-"""``-filter_complex`` for one output: which part of the graph it runs and how its maps read.
+"""``-filter_complex`` over a run's outputs: which part of the graph each runs and how its maps read.
 
 ffmpeg-python and other generators write every filter string as a complex graph
 (``[0]scale=88:-2[s0]`` mapped with ``-map "[s0]"``), and users write graphs with several
 inputs (``[0:v][1:v]overlay=10:10[out]``, ``hstack``, ``vstack``, ``xstack``) or several outputs
 (``split``). The graph is parsed with graph.parse's port of graphparser.c and linked as
-``avfilter_graph_segment_link`` links it (:mod:`.links`); :mod:`.complexplan` then takes the part
-upstream of the output's pad:
+``avfilter_graph_segment_link`` links it (:mod:`avdnn.graph.links`);
+:mod:`avdnn.graph.complexplan` then takes the part upstream of the output's pad:
 
 * a linear part (no filter with several pads) is the output's ``-vf`` chain: every avdnn and
   libavfilter filter works in it, with ffmpeg's result;
 * a part with a core of multi-pad libavfilter filters runs as one libavfilter graph around the
-  avdnn filters on the chains before and after it (:mod:`.multigraph`), each core input decoded
-  by its own reader of its input file.
+  avdnn filters on the chains before and after it (:mod:`avdnn.run.complexgraph`), each core
+  input decoded by its own reader of its input file.
 
 The output's maps name the stream its video is decoded from (the graph's input from input #0),
 so stream selection, the banner and the other streams (audio of any input) work as for ``-vf``.
 Several outputs of one graph (``split`` to two files) run as several outputs of one run, each
-its own pruned graph from :func:`~.complexplan.graph_for_output` (ComplexPlan.pruned: what is
-upstream of a split runs once per output), and
-:func:`~.complexplan.check_outputs_mapped` gives ffmpeg's error for an output nobody maps. What
-cannot be expressed (an avdnn filter with several inputs or between multi-pad filters, audio
-graphs, a cycle, a link used twice, an unknown label) is refused with a message naming it.
+its own pruned graph (:func:`graphs_per_output`; ComplexPlan.pruned: what is upstream of a split
+runs once per output), and :func:`~avdnn.graph.complexplan.check_outputs_mapped` gives ffmpeg's
+error for an output nobody maps. What cannot be expressed (an avdnn filter with several inputs
+or between multi-pad filters, audio graphs, a cycle, a link used twice, an unknown label) is
+refused with a message naming it.
 """
 
 from __future__ import annotations
@@ -29,17 +29,28 @@ import copy
 from collections.abc import Sequence
 
 from avdnn.errors import InvalidArgumentError, NotSupportedError
-from avdnn.graph.complexplan import ComplexPlan, check_outputs_mapped, graph_for_output
+from avdnn.graph.complexplan import ComplexPlan, check_outputs_mapped, graph_for_output, graphs_for_outputs
 from avdnn.graph.links import link_graph
+from avdnn.media.input.live import is_network
 from avdnn.media.input.source import Source
 from avdnn.media.libav.banner import GraphMapping
+from avdnn.run.complexgraph import stream_index
 from avdnn.run.selection import StreamOptions
 
-__all__ = ["apply_complex", "check_reopenable", "graph_mapping"]
+__all__ = ["apply_complex", "check_reopenable", "graph_mapping", "graphs_per_output"]
 
 
 def _refuse(what: str) -> NotSupportedError:
     return NotSupportedError(f"-filter_complex: {what} is not supported yet", option="filter_complex")
+
+
+def graphs_per_output(graph: str | None, maps: Sequence[Sequence[str]], *, n_inputs: int = 1) -> list[str | None]:
+    """Each output's ``-filter_complex`` text in a run of ``len(maps)`` outputs (``maps``: each one's
+    ``-map`` arguments): the whole graph for a single output, else each output its own part (the
+    part its maps need; a split feeds each output its copy; None: it maps none of the graph)."""
+    if graph is None or len(maps) < 2:
+        return [graph] * len(maps)
+    return graphs_for_outputs(graph, maps, n_inputs=n_inputs)
 
 
 def apply_complex(
@@ -106,8 +117,6 @@ def apply_complex(
 def check_reopenable(url: str, fmt: str | None, k: int) -> None:
     """Refuse a second reader of input ``k`` for a core input when the input can be read once:
     a pipe, or a network input (a live stream would be two streams, a server may refuse two)."""
-    from avdnn.media.input.live import is_network
-
     pipe = url == "-" or url.startswith("pipe:")
     if pipe or is_network(url, fmt):
         raise NotSupportedError(
@@ -119,8 +128,6 @@ def check_reopenable(url: str, fmt: str | None, k: int) -> None:
 
 def graph_mapping(plan: ComplexPlan, sources: Sequence[Source]) -> GraphMapping:
     """The graph's lines of ``Stream mapping:`` (``sources``: the run's inputs, in order)."""
-    from avdnn.run.complexgraph import stream_index
-
     rows = []
     for smap, pad in plan.input_pads:
         src = sources[int(smap.split(":")[0])]

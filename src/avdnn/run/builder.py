@@ -1,0 +1,211 @@
+"""One run built from its :class:`~avdnn.run.request.RunRequest`: inputs opened, streams wired, started.
+
+The order is ffmpeg's: the request's options are checked before anything opens (a
+``-filter_complex`` graph is cut to this output's part first), then the inputs the output's maps
+name are opened, the sink is made, the streams are chosen and wired to it, the banner is
+printed, and the pipeline runs. Whatever fails on the way closes what was opened before it (an
+output already created is aborted, never left half-written). Without an output the frames are
+handed to the caller (:class:`~avdnn.run.framestream.FrameStream`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from avdnn.errors import NotSupportedError
+from avdnn.media.input.companion import CompanionInput
+from avdnn.media.input.source import Source
+from avdnn.media.libav.banner import announce_output
+from avdnn.media.output.sink import Sink
+from avdnn.run.complexgraph import complex_pipeline
+from avdnn.run.complexoutputs import apply_complex, check_reopenable, graph_mapping
+from avdnn.run.framestream import FrameStream, LimitedFrameStream
+from avdnn.run.inputs import check_input_codecs, dump_input, open_source
+from avdnn.run.pipeline import Pipeline
+from avdnn.run.request import (
+    RunRequest,
+    check_output_options,
+    fold_stream_options,
+    output_size,
+    output_window,
+    refuse_output_only,
+)
+from avdnn.run.selection import StreamOptions, referenced_inputs
+from avdnn.run.stats import RunStats
+from avdnn.run.wiring import plan_output
+
+__all__ = ["RunBuilder"]
+
+#: Source keywords that shift or cut the input's timeline (they act on the driving input only).
+_TIMING_OPTIONS = {"seek", "duration", "to", "itsoffset", "stream_loop", "realtime", "readrate"}
+
+
+class RunBuilder:
+    """Checks a request, then builds its run: :meth:`frames` without an output, :meth:`run` with one."""
+
+    def __init__(self, request: RunRequest) -> None:
+        r = self.request = request
+        self.filters, self.maps, self.stream_options, self.graph = apply_complex(
+            r.filter_complex, r.filters, r.map, r.stream_options, n_inputs=r.n_inputs
+        )
+        self.start_us, self.recording_us = output_window(r.start_time, r.recording_time, r.stop_time)
+        self.rate = check_output_options(rate=r.rate, fps_mode=r.fps_mode, pix_fmt=r.pix_fmt, frames=r.frames)
+
+    def _open_input(self, k: int) -> Source:
+        """Input ``k`` once more, for a core input of the graph (its own decoder)."""
+        url, fmt, options = self.request.input_of(k)
+        check_reopenable(url, fmt, k)
+        return open_source(
+            url, input_format=fmt, input_options=options, source_options=self.request.source_options_of(k)
+        )
+
+    def frames(self) -> FrameStream:
+        """The frames leaving the chain, for the caller's loop (the request has no output)."""
+        r = self.request
+        # every keyword is consumed or refused: frames handed to the caller come from input 0
+        # through the chain (or from the graph's inputs), so the output's options have no use
+        given = {**r.keywords(), "map": self.maps, "stream_options": self.stream_options, "rate": self.rate}
+        refuse_output_only(given, graph=None if self.graph is None else self.graph.linear)
+        source = open_source(
+            r.input, input_format=r.input_format, input_options=r.input_options, source_options=r.source_options
+        )
+        try:
+            check_input_codecs(source, r.input_codecs or {})
+            if r.banner:
+                dump_input(source)
+            pipeline = (
+                complex_pipeline(self.graph, source, open_input=self._open_input, max_frames=r.frames)
+                if self.graph is not None and not self.graph.linear
+                else Pipeline(source, self.filters, max_frames=r.frames)
+            )
+        except BaseException:
+            source.close()
+            raise
+        stream = FrameStream(pipeline)
+        return LimitedFrameStream(stream, r.frames) if r.frames is not None else stream
+
+    def run(self) -> RunStats:
+        """Run to the request's output; returns the accounting, or raises after finishing the output."""
+        r = self.request
+        opts = fold_stream_options(
+            self.stream_options,
+            map=self.maps,
+            vn=r.vn,
+            an=r.an,
+            sn=r.sn,
+            dn=r.dn,
+            codec=r.codec,
+            audio_codec=r.audio_codec,
+            subtitle_codec=r.subtitle_codec,
+            audio_bitrate=r.audio_bitrate,
+            audio_rate=r.audio_rate,
+            audio_channels=r.audio_channels,
+            audio_filters=r.audio_filters,
+        )
+        used = referenced_inputs(opts.maps, r.n_inputs)
+        inputs: list[Source | None] = [None] * r.n_inputs
+        if 0 in used:
+            inputs[0] = open_source(
+                r.input,
+                input_format=r.input_format,
+                input_options=r.input_options,
+                source_options=r.source_options,
+                video=False,
+            )
+        try:
+            if inputs[0] is not None:
+                check_input_codecs(inputs[0], r.input_codecs or {})
+                if r.banner:
+                    dump_input(inputs[0])
+            sink = self._sink(opts)
+        except BaseException:
+            _close_all(inputs)
+            raise
+        try:
+            driver, companions = self._wire(inputs, used, sink, opts)
+            source = inputs[driver]
+            assert source is not None
+            others = [src for k, src in enumerate(inputs) if src is not None and k != driver]
+        except BaseException:
+            _close_all(inputs)
+            sink.abort()
+            raise
+        if r.banner:
+            mapping = None if self.graph is None else graph_mapping(self.graph, [source, *others])
+            announce_output(source, sink, mapping)
+        try:
+            if self.graph is not None and not self.graph.linear:
+                pipeline = complex_pipeline(
+                    self.graph, source, open_input=self._open_input, sink=sink, max_frames=r.frames
+                )
+            else:
+                pipeline = Pipeline(source, self.filters, sink=sink, max_frames=r.frames)
+        except BaseException:
+            _close_all(inputs)
+            sink.abort()
+            raise
+        try:
+            for companion in companions:
+                companion.start()
+            return pipeline.run(r.progress)
+        finally:
+            for companion in companions:
+                companion.close()
+            for other in others:
+                other.close()
+
+    def _sink(self, opts: StreamOptions) -> Sink:
+        """The output, created (or refused: it exists without ``overwrite``) before the other inputs open."""
+        r = self.request
+        assert r.output is not None, "run() needs an output; frames() iterates"
+        video_codec = opts.lookup(opts.codecs, "video", 0)
+        return Sink(
+            r.output,
+            format=r.format,
+            codec=None if video_codec == "copy" else video_codec,
+            pix_fmt=r.pix_fmt,
+            rate=self.rate,
+            overwrite=r.overwrite,
+            bitexact=r.bitexact,
+            codec_options=r.codec_options,
+            fps_mode=r.fps_mode,
+            metadata=r.metadata,
+            start_time=self.start_us,
+            recording_time=self.recording_us,
+            format_options=r.format_options,
+            size=output_size(r.size),
+        )
+
+    def _wire(
+        self, inputs: list[Source | None], used: set[int], sink: Sink, opts: StreamOptions
+    ) -> tuple[int, list[CompanionInput]]:
+        """Open the other inputs the output uses, choose its streams and wire them to the sink.
+
+        Returns the driving input's index (whose video feeds the chain) and the companions (the
+        other inputs feeding streams around the chain, not started).
+        """
+        r = self.request
+        for k, (url, fmt, options) in enumerate(r.more_inputs, start=1):
+            if k in used:
+                inputs[k] = more = open_source(
+                    url, input_format=fmt, input_options=options, source_options=r.source_options_of(k), video=False
+                )
+                if r.banner:
+                    dump_input(more, k)
+        driver, companions = plan_output(inputs, sink, opts, self.filters, bitexact=sink.bitexact)
+        for companion in companions:  # an input feeding streams around the chain is read as is
+            k = next(k for k, src in enumerate(inputs) if src is companion.source)
+            timing = set(r.source_options_of(k) or {}) & _TIMING_OPTIONS
+            if timing:
+                raise NotSupportedError(
+                    f"input options {', '.join(sorted(timing))} of input #{k}, whose streams go around "
+                    f"the chain of input #{driver}'s video, are not supported yet",
+                    option="i",
+                )
+        return driver, companions
+
+
+def _close_all(inputs: Sequence[Source | None]) -> None:
+    for src in inputs:
+        if src is not None:
+            src.close()
