@@ -3,9 +3,10 @@
 moviepy and imageio-ffmpeg write video from a pipe and audio from a file as two inputs
 (``-i - -i audio.mp3 -map 0:v:0 -map 1:a:0``). The video input's demuxer feeds the chain and its
 own side streams (:class:`~.source.Source`); another input's streams only go around the chain
-(copied or encoded, :mod:`.sidepath`), so its demuxer runs on its own thread and paces itself on
-the video (:meth:`~.sink.Sink.wait_for_video`) instead of piling its packets up in the
-interleaver. The thread is joined when the output closes, after the video has ended.
+(copied or encoded, :mod:`avdnn.media.streams.sidepath`), so its demuxer runs on its own thread
+and paces itself on the video (:meth:`avdnn.media.output.sink.Sink.wait_for_video`) instead of
+piling its packets up in the interleaver. The thread is joined when the output closes, after the
+video has ended.
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ class Sink:
             raise
         #: Metadata of the output's streams by output index, and chapters (set by the run plan).
         self.stream_metadata: dict[int, dict[str, str]] = {}
-        #: AVStream dispositions by output index (run.plan.plan_dispositions)
+        #: AVStream dispositions by output index (run.selection.plan_dispositions)
         self.dispositions: list[int] = []
         self.chapters: list[Any] = []
         self.set_streams(sides, video_index)
