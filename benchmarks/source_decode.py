@@ -62,8 +62,9 @@ def source(path: str, module: Any = None, **kw: Any) -> int:
 def baseline(rev: str) -> Any:
     """avdnn.media.input.source as it was at ``rev``, importable next to today's.
 
-    A revision from before the package layout (media/source.py, relative imports) does not
-    import against today's modules: take one from after it.
+    A revision from before the package layout (media/source.py, relative imports) or before the
+    input side's split (media/input/reader.py, demux.py) does not import against today's
+    modules: take one from after it.
     """
     text = subprocess.run(
         ["git", "show", f"{rev}:src/avdnn/media/input/source.py"], check=True, capture_output=True, text=True

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from avdnn.errors import InvalidArgumentError, NotSupportedError
+from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
+from avdnn.media.filtergraph import FilterGraph
 from avdnn.media.frame import Frame
 from avdnn.media.pixfmt import lookup
 
@@ -40,18 +41,16 @@ def require_pillow(label: str) -> Any:
 
 def parse_color(text: str, label: str, option: str) -> tuple[int, int, int, int]:
     """An FFmpeg colour (``red``, ``0xRRGGBB[AA]``, ``#RRGGBB``, ``red@0.5``...) as RGBA bytes."""
-    import av
-
-    graph = av.filter.Graph()
+    graph = FilterGraph()
     try:
-        src = graph.add("color", c=text, s="1x1", d="0.04")
-        fmt = graph.add("format", pix_fmts="rgba")
-        sink = graph.add("buffersink")
-        graph.link_nodes(src, fmt, sink)
+        src = graph.add("color", options={"c": text, "s": "1x1", "d": "0.04"})
+        graph.chain(src, graph.add("format", options={"pix_fmts": "rgba"}), graph.sink("video"))
         graph.configure()
-        px = graph.vpull().to_ndarray()[0, 0]
-    except (av.FFmpegError, ValueError) as exc:
-        raise InvalidArgumentError(f"Cannot find color '{text}'", filter=label, option=option) from exc
+        px = graph.pull_one().to_ndarray()[0, 0]
+    except (AvdnnError, ValueError) as exc:
+        raise InvalidArgumentError(f"Cannot find color '{text}'", filter=label, option=option) from (
+            exc.__cause__ or exc
+        )
     return int(px[0]), int(px[1]), int(px[2]), int(px[3])
 
 

@@ -32,9 +32,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from avdnn.errors import AVERROR, InvalidArgumentError, from_av_error
+from avdnn.errors import AVERROR, AvdnnError, InvalidArgumentError
 from avdnn.filters.base import Filter
 from avdnn.filters.options import INT_MAX, Option
+from avdnn.media.filtergraph import FilterGraph
 from avdnn.media.frame import Frame
 
 log = logging.getLogger("avdnn.filters")
@@ -74,23 +75,17 @@ def has_lavfi(name: str) -> bool:
 
 def run_lavfi(frame: Frame, nodes: Sequence[tuple[str, dict[str, str]]]) -> Frame:
     """``frame`` through libavfilter filters (name, options) in one throwaway graph (the tests' reference)."""
-    import av
-
     if not nodes:
         return frame
-    graph = av.filter.Graph()
-    try:
-        chain = [graph.add("buffer", frame.buffer_args())]
-        chain += [graph.add(name, **opts) for name, opts in nodes]
-        chain.append(graph.add("buffersink"))
-        graph.link_nodes(*chain)
-        graph.configure()
-        graph.push(frame.to_av())
-        graph.push(None)
-        out = Frame.from_av(graph.vpull())
-    except av.FFmpegError as exc:
-        raise from_av_error(exc, pts=frame.pts) from exc
-    return _carry(frame, out)
+    graph = FilterGraph(pts=frame.pts)
+    chain = [graph.video_source(frame.buffer_args())]
+    chain += [graph.add(name, options=opts) for name, opts in nodes]
+    chain.append(graph.sink("video"))
+    graph.chain(*chain)
+    graph.configure()
+    graph.push(frame.to_av(), pts=frame.pts)
+    graph.push(None, pts=frame.pts)
+    return _carry(frame, Frame.from_av(graph.pull_one(pts=frame.pts)))
 
 
 def _carry(frame: Frame, out: Frame) -> Frame:
@@ -103,14 +98,12 @@ class _NodeGraph:
     """buffer -> N copies of one filter -> buffersink, reused for every frame of one parameter set."""
 
     def __init__(self, args: str, name: str, style: dict[str, str], spare: dict[str, str], count: int) -> None:
-        import av
-
-        self.graph = av.filter.Graph()
-        src = self.graph.add("buffer", args)
-        self.nodes = [self.graph.add(name, **{**style, **spare}) for _ in range(count)]
+        self.graph = FilterGraph()
+        src = self.graph.video_source(args)
+        self.nodes = [self.graph.add(name, options={**style, **spare}) for _ in range(count)]
         self.state = [dict(spare) for _ in range(count)]
         self.spare = spare
-        self.graph.link_nodes(src, *self.nodes, self.graph.add("buffersink"))
+        self.graph.chain(src, *self.nodes, self.graph.sink("video"))
         self.graph.configure()
 
     def run(self, frame: Frame, per_node: Sequence[dict[str, str]]) -> Frame:
@@ -118,10 +111,10 @@ class _NodeGraph:
             want = per_node[i] if i < len(per_node) else self.spare
             for key, value in want.items():
                 if self.state[i].get(key) != value:  # only what changed: a command re-evaluates the filter
-                    node.process_command(key, value)
+                    self.graph.command(node, key, value)
                     self.state[i][key] = value
-        self.graph.push(frame.to_av())
-        return _carry(frame, Frame.from_av(self.graph.vpull()))
+        self.graph.push(frame.to_av(), pts=frame.pts)
+        return _carry(frame, Frame.from_av(self.graph.pull_one(pts=frame.pts)))
 
 
 class LavfiOverlay:
@@ -134,8 +127,6 @@ class LavfiOverlay:
         self._graphs: OrderedDict[str, _NodeGraph] = OrderedDict()
 
     def run(self, frame: Frame, per_node: Sequence[dict[str, str]]) -> Frame:
-        import av
-
         if not per_node:
             return frame
         key = frame.buffer_args()
@@ -149,9 +140,10 @@ class LavfiOverlay:
                     self._graphs.popitem(last=False)
             self._graphs.move_to_end(key)
             return graph.run(frame, per_node)
-        except av.FFmpegError as exc:
+        except AvdnnError as exc:  # the graph failed (libavfilter's error): not kept for the next frame
             self._graphs.pop(key, None)
-            raise from_av_error(exc, pts=frame.pts) from exc
+            exc.with_context(pts=frame.pts)
+            raise
 
 
 def _source_given(items: Sequence[tuple[str | None, str]], key: str) -> bool:

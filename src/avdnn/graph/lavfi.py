@@ -1,11 +1,11 @@
 """A run of consecutive libavfilter filters, executed by PyAV's filter graph.
 
 Every filter avdnn does not implement itself goes here, so all of FFmpeg's video filters
-work in the same chain as avdnn's. Consecutive ones share one graph (one buffer source,
-one buffersink), which is what ffmpeg builds too. The graph is configured from the first
-frame, as ffmpeg's is, and rebuilt when the frame size or format changes mid-stream.
-Side data rides through on the AVFrame's opaque_ref, which libavfilter copies with the
-frame properties.
+work in the same chain as avdnn's. Consecutive ones share one graph (one buffer source, one
+buffersink: a :class:`~avdnn.media.filtergraph.FilterGraph`), which is what ffmpeg builds too.
+The graph is configured from the first frame, as ffmpeg's is, and rebuilt when the frame size
+or format changes mid-stream. Side data rides through on the AVFrame's opaque_ref, which
+libavfilter copies with the frame properties.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from avdnn.errors import AvdnnError, FilterNotFoundError, OptionNotFoundError, from_av_error
+from avdnn.errors import AvdnnError, FilterNotFoundError, OptionNotFoundError
 from avdnn.filters.options import did_you_mean
 from avdnn.graph.parse import FilterSpec, format_chain, split_options
+from avdnn.media.filtergraph import FilterGraph, probe_video
 from avdnn.media.frame import Frame
+from avdnn.media.libav.filteropts import filter_option_names
 
 
 def lavfi_filter_names() -> set[str]:
@@ -28,22 +30,20 @@ def lavfi_filter_names() -> set[str]:
 
 def check_lavfi_filter(spec: FilterSpec, avdnn_names: Sequence[str]) -> None:
     """Fail early, naming the filter and option, when libavfilter would refuse ``spec``."""
-    import av
-
     names = lavfi_filter_names()
     if spec.name not in names:
         raise FilterNotFoundError(
             f"No such filter: '{spec.name}'{did_you_mean(spec.name, [*names, *avdnn_names])}",
             filter=spec.label,
         )
-    graph = av.filter.Graph()
+    graph = FilterGraph(label=spec.label)
     try:
-        graph.add(spec.name, spec.args, name=spec.label) if spec.args is not None else graph.add(spec.name)
-    except av.FFmpegError as exc:
+        graph.add(spec.name, spec.args, label=spec.label) if spec.args is not None else graph.add(spec.name)
+    except AvdnnError as err:
         # Any failure: ffmpeg applies every key before it initialises the filter, so an unknown
         # key is what it reports (PyAV's init-string path can fail first on another option:
         # "scale=w=32:foo=2" gives "Invalid size '32'" there, "Option not found" in ffmpeg).
-        raise _name_bad_option(spec, from_av_error(exc, filter=spec.label)) from exc
+        raise _name_bad_option(spec, err) from err.__cause__
 
 
 #: AVFilterContext's own options, accepted on every filter besides its private ones.
@@ -52,8 +52,6 @@ _CONTEXT_OPTIONS = ("thread_type", "threads", "enable", "extra_hw_frames")
 
 def _name_bad_option(spec: FilterSpec, err: AvdnnError) -> AvdnnError:
     try:
-        from avdnn.media.libav.filteropts import filter_option_names
-
         valid = [*(filter_option_names(spec.name) or []), *_CONTEXT_OPTIONS]
         keys = [k for k, _ in split_options(spec.args or "") if k is not None]
     except Exception:  # noqa: BLE001 - introspection is a nicety; keep the real error
@@ -75,7 +73,7 @@ class LavfiSegment:
         self.specs = list(specs)
         self.label = ",".join(s.label for s in self.specs)
         self.text = format_chain(self.specs)
-        self._graph: Any = None
+        self._graph: FilterGraph | None = None
         self._key: tuple[Any, ...] | None = None
         self.in_rate: Fraction | None = None
         self.out_rate: Fraction | None = None
@@ -88,44 +86,22 @@ class LavfiSegment:
         self.finished = False
 
     def _build(self, frame: Frame) -> None:
-        import av
-
-        tb = frame.time_base or Fraction(1, 25)
-        sar = frame.sample_aspect_ratio or Fraction(0, 1)
-        args = frame.buffer_args(self.in_rate)
-        graph = av.filter.Graph()
-        try:
-            nodes = [graph.add("buffer", args)]
-            for spec in self.specs:
-                if spec.args is None:
-                    nodes.append(graph.add(spec.name, name=spec.label))
-                else:
-                    nodes.append(graph.add(spec.name, spec.args, name=spec.label))
-            nodes.append(graph.add("buffersink"))
-            graph.link_nodes(*nodes)
-            graph.configure()
-        except av.FFmpegError as exc:
-            raise from_av_error(exc, filter=self.label).with_context(pts=frame.pts) from exc
-        self._graph = graph
+        self._graph = FilterGraph.video_chain(
+            frame.buffer_args(self.in_rate),
+            [(spec.name, spec.args) for spec in self.specs],
+            names=[spec.label for spec in self.specs],
+            label=self.label,
+            pts=frame.pts,
+        )
         self._key = (frame.width, frame.height, frame.format)
-        self._probe(frame, tb, sar)
+        self._probe(frame)
         self.configured = True
 
-    def _probe(self, frame: Frame, tb: Fraction, sar: Fraction) -> None:
+    def _probe(self, frame: Frame) -> None:
         """Output frame rate and aspect ratio of the graph, which PyAV does not report."""
         self.out_rate, self.out_sar = self.in_rate, frame.sample_aspect_ratio
         try:
-            from avdnn.media.libav.bindings import probe_chain
-
-            info = probe_chain(
-                self.text,
-                width=frame.width,
-                height=frame.height,
-                pix_fmt=frame.format,
-                time_base=tb,
-                frame_rate=self.in_rate,
-                sar=sar,
-            )
+            info = probe_video(self.text, frame, self.in_rate)
         except Exception:  # noqa: BLE001 - keep the input's values when probing is impossible
             return
         self.out_info = info
@@ -141,47 +117,32 @@ class LavfiSegment:
             return out
         if self._graph is None:
             self._build(frame)
-        self._push(frame.to_av(), frame.pts)
-        out += self._drain()
-        return out
-
-    def _push(self, av_frame: Any, pts: int | None) -> None:
-        import av
-
-        try:
-            self._graph.push(av_frame)
-        except av.EOFError:
+        assert self._graph is not None
+        if not self._graph.push(frame.to_av(), pts=frame.pts):
             # buffersrc answers EOF once the graph's output is closed (trim reached its end):
             # not an error, the segment is done, as for ffmpeg's filtergraph
             self.finished = True
-        except av.FFmpegError as exc:
-            raise from_av_error(exc, filter=self.label, pts=pts) from exc
+        out += self._drain()
+        return out
 
     def _drain(self) -> list[Frame]:
-        import av
-
+        assert self._graph is not None
         out: list[Frame] = []
-        while True:
-            try:
-                av_frame = self._graph.vpull()
-            except av.BlockingIOError:
-                return out
-            except av.EOFError:
-                # the graph's output closed (trim, -t, select's end): the segment takes no more
-                # frames, so the stages before it stop at once instead of filtering frames for nothing
-                self.finished = True
-                return out
-            except av.FFmpegError as exc:
-                raise from_av_error(exc, filter=self.label) from exc
+        for av_frame in self._graph.pull():
             frame = Frame.from_av(av_frame)
             frame.sample_aspect_ratio = self.out_sar
             out.append(frame)
+        if self._graph.ended:
+            # the graph's output closed (trim, -t, select's end): the segment takes no more
+            # frames, so the stages before it stop at once instead of filtering frames for nothing
+            self.finished = True
+        return out
 
     def flush(self) -> list[Frame]:
         if self._graph is None:
             return []
-        if not self.finished:
-            self._push(None, None)
+        if not self.finished and not self._graph.push(None):
+            self.finished = True
         out = self._drain()
         self._graph = None
         return out

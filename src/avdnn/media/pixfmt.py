@@ -36,10 +36,6 @@ class PixFmt:
     dtype: np.dtype
     planes: tuple[PlaneSpec, ...]
 
-    @property
-    def is_packed_rgb(self) -> bool:
-        return len(self.planes) == 1 and self.planes[0].channels >= 3
-
 
 _U8 = np.dtype(np.uint8)
 _FULL = PlaneSpec(1)

@@ -19,9 +19,10 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
-from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError, from_av_error
+from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
 from avdnn.graph.complexplan import ComplexPlan
 from avdnn.graph.parse import FilterSpec, format_chain
+from avdnn.media.filtergraph import SINK, FilterGraph, probe_graph
 from avdnn.media.frame import Frame
 from avdnn.media.input.source import Source
 from avdnn.media.output.sink import Sink
@@ -67,9 +68,7 @@ class GraphStage:
         self._eof_sent = [False] * n
         self._rates: list[Fraction | None] = [None] * n
         self._tail: list[FilterSpec] = []
-        self._graph: Any = None
-        self._buffers: list[Any] = []
-        self._sink: Any = None
+        self._graph: FilterGraph | None = None
         self._flushed = False
         self._out_done = False
         self.configured = False
@@ -120,8 +119,6 @@ class GraphStage:
     # -- the graph ------------------------------------------------------------------------
 
     def _configure(self, first: Frame) -> None:
-        import av
-
         firsts: list[Frame] = []
         for k, gi in enumerate(self.plan.inputs):
             if k == self._anchor:
@@ -137,41 +134,30 @@ class GraphStage:
             self._rates[k] = branch.rate_into(len(branch.stages))
             firsts.append(frame)
         args = [f.buffer_args(self._rates[k]) for k, f in enumerate(firsts)]
-        graph = av.filter.Graph()
-        try:
-            self._buffers = [graph.add("buffer", a) for a in args]
-            ctxs = [
-                graph.add(n.spec.name, n.spec.args, name=n.spec.label)
-                if n.spec.args is not None
-                else graph.add(n.spec.name, name=n.spec.label)
-                for n in self.plan.core
-            ]
-            used: set[tuple[int, int]] = set()
-            for j, node in enumerate(self.plan.core):
-                for pad, (src, p) in enumerate(node.sources):
-                    if src < 0:
-                        self._buffers[p].link_to(ctxs[j], 0, pad)
-                    else:
-                        ctxs[src].link_to(ctxs[j], p, pad)
-                        used.add((src, p))
-            assert self.plan.exit is not None
-            last, last_pad = ctxs[self.plan.exit[0]], self.plan.exit[1]
-            used.add(self.plan.exit)
-            for spec in self._tail:
-                ctx = (
-                    graph.add(spec.name, spec.args, name=spec.label) if spec.args is not None else graph.add(spec.name)
-                )
-                last.link_to(ctx, last_pad, 0)
-                last, last_pad = ctx, 0
-            self._sink = graph.add("buffersink")
-            last.link_to(self._sink, last_pad, 0)
-            for j, node in enumerate(self.plan.core):
-                for p in range(node.outputs):
-                    if (j, p) not in used:  # an output leading to another output: dropped here
-                        ctxs[j].link_to(graph.add("nullsink"), p, 0)
-            graph.configure()
-        except av.FFmpegError as exc:
-            raise from_av_error(exc, filter=self.label).with_context(pts=first.pts) from exc
+        graph = FilterGraph(label=self.label, pts=first.pts)
+        buffers = [graph.video_source(a) for a in args]
+        ctxs = [graph.add(n.spec.name, n.spec.args, label=n.spec.label) for n in self.plan.core]
+        used: set[tuple[int, int]] = set()
+        for j, node in enumerate(self.plan.core):
+            for pad, (src, p) in enumerate(node.sources):
+                if src < 0:
+                    graph.link(buffers[p], ctxs[j], 0, pad)
+                else:
+                    graph.link(ctxs[src], ctxs[j], p, pad)
+                    used.add((src, p))
+        assert self.plan.exit is not None
+        last, last_pad = ctxs[self.plan.exit[0]], self.plan.exit[1]
+        used.add(self.plan.exit)
+        for spec in self._tail:
+            ctx = graph.add(spec.name, spec.args, label=spec.label) if spec.args is not None else graph.add(spec.name)
+            graph.link(last, ctx, last_pad, 0)
+            last, last_pad = ctx, 0
+        graph.link(last, graph.sink("video"), last_pad, 0)
+        for j, node in enumerate(self.plan.core):
+            for p in range(node.outputs):
+                if (j, p) not in used:  # an output leading to another output: dropped here
+                    graph.link(ctxs[j], graph.add("nullsink"), p, 0)
+        graph.configure()
         self._graph = graph
         self.configured = True
         self._probe(args, first.sample_aspect_ratio)
@@ -188,8 +174,6 @@ class GraphStage:
             parts.append(ins + format_chain([node.spec]) + outs)
         assert self.plan.exit is not None
         used.add(self.plan.exit)
-        from avdnn.media.libav.pads import SINK, probe_graph
-
         tail = ",".join([format_chain(self._tail)] if self._tail else [])
         exit_label = f"[avdnn_{self.plan.exit[0]}_{self.plan.exit[1]}]"
         parts.append(exit_label + ",".join(x for x in (tail, SINK) if x))
@@ -215,40 +199,29 @@ class GraphStage:
         self.out_sar = info.sar if info.sar else None
 
     def _push(self, k: int, frame: Frame | None) -> None:
-        import av
-
         if frame is None:
             if self._eof_sent[k]:
                 return
             self._eof_sent[k] = True
-        try:
-            self._buffers[k].push(None if frame is None else frame.to_av())
-        except av.EOFError:
+        assert self._graph is not None
+        if not self._graph.push(None if frame is None else frame.to_av(), k, pts=None if frame is None else frame.pts):
             # the graph takes no more from this input (its output ended, or a trim/shortest closed it)
             self._eof_sent[k] = True
             if k == self._anchor:
                 self.finished = True
             else:
                 self._ended[k] = True
-        except av.FFmpegError as exc:
-            raise from_av_error(exc, filter=self.label, pts=None if frame is None else frame.pts) from exc
 
     def _drain(self) -> Iterator[Frame]:
-        import av
-
-        while not self._out_done:
-            try:
-                av_frame = self._sink.pull()
-            except av.BlockingIOError:
-                return
-            except av.EOFError:
-                self._out_done = self.finished = True
-                return
-            except av.FFmpegError as exc:
-                raise from_av_error(exc, filter=self.label) from exc
+        if self._out_done:
+            return
+        assert self._graph is not None
+        for av_frame in self._graph.pull():
             frame = Frame.from_av(av_frame)
             frame.sample_aspect_ratio = self.out_sar
             yield frame
+        if self._graph.ended:
+            self._out_done = self.finished = True
 
     def _feed_others(self, until: Fraction | None, *, to_end: bool) -> Iterator[Frame]:
         """Push the branches' frames up to ``until`` (all of them: ``to_end``), earliest first."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from avdnn.errors import NotSupportedError
-from avdnn.media.streams.sidepath import CopyPath, SidePath
+from avdnn.media.streams.sidepath import SidePath
+from avdnn.media.streams.streamcopy import CopyPath
 from avdnn.run.selection import StreamOptions
 
 __all__ = ["plan_dispositions", "plan_metadata"]

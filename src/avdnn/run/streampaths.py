@@ -16,7 +16,8 @@ from typing import Any
 
 from avdnn.errors import AVERROR_ENCODER_NOT_FOUND, InvalidArgumentError, NotFoundError, NotSupportedError
 from avdnn.media.streams.audio import AudioEncodePath
-from avdnn.media.streams.sidepath import CopyPath, SidePath
+from avdnn.media.streams.sidepath import SidePath
+from avdnn.media.streams.streamcopy import CopyPath
 from avdnn.media.streams.subtitles import SubtitleEncodePath
 from avdnn.run.selection import StreamOptions
 

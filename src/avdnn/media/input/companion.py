@@ -3,9 +3,10 @@
 moviepy and imageio-ffmpeg write video from a pipe and audio from a file as two inputs
 (``-i - -i audio.mp3 -map 0:v:0 -map 1:a:0``). The video input's demuxer feeds the chain and its
 own side streams (:class:`~.source.Source`); another input's streams only go around the chain
-(copied or encoded, :mod:`.sidepath`), so its demuxer runs on its own thread and paces itself on
-the video (:meth:`~.sink.Sink.wait_for_video`) instead of piling its packets up in the
-interleaver. The thread is joined when the output closes, after the video has ended.
+(copied or encoded, :mod:`avdnn.media.streams.sidepath`), so its demuxer runs on its own thread
+and paces itself on the video (:meth:`avdnn.media.output.sink.Sink.wait_for_video`) instead of
+piling its packets up in the interleaver. The thread is joined when the output closes, after the
+video has ended.
 """
 
 from __future__ import annotations
@@ -33,8 +34,7 @@ class CompanionInput:
         self._stop = False
         self._thread: threading.Thread | None = None
         for side in self.sides:
-            source.side_handlers[side.in_index] = side.packet
-            source.side_ends.append(side.end)
+            source.attach_side(side.in_index, side.packet, side.end)
         sink.before_sides_end.append(self.finish)
 
     def start(self) -> None:
@@ -44,19 +44,18 @@ class CompanionInput:
     def _run(self) -> None:
         import av
 
-        streams = [self.source.streams[side.in_index] for side in self.sides]
+        demux = self.source.demuxer
+        streams = [demux.container.streams[side.in_index] for side in self.sides]
         offset = self.source.offset
         try:
-            for packet in self.source.container.demux(*streams):
+            for packet in demux.container.demux(*streams):
                 ts = packet.dts if packet.dts is not None else packet.pts
                 if ts is not None and packet.time_base:
                     self.sink.wait_for_video(Fraction(ts) * Fraction(packet.time_base) + offset, lambda: self._stop)
                 if self._stop:
                     return
-                self.source.side_handlers[packet.stream.index](packet)
-            ends, self.source.side_ends = self.source.side_ends, []
-            for end in ends:
-                end()
+                demux.to_side(packet)
+            demux.end_sides()
         except AvdnnError as exc:
             self.error = exc
         except (av.FFmpegError, OSError) as exc:

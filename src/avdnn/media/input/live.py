@@ -182,7 +182,7 @@ def is_live(url: str, format: str | None, container: Any, *, paced: bool) -> boo
     return True
 
 
-def _listens(url: str, options: dict[str, str]) -> bool:
+def listens(url: str, options: dict[str, str]) -> bool:
     """A listening input (tcp/rtmp/http ``listen``, srt ``mode=listener``, rtsp ``-rtsp_flags listen``)."""
     _, _, query = url.partition("?")
     params = dict(parse_qsl(query, keep_blank_values=True))
@@ -248,7 +248,7 @@ def open_input(
     if not is_network(url, format):
         return _open_once(url, name, format, opts, None)
     bound = live.live_timeout or None
-    timeout = (None if _listens(url, opts) else bound, bound)
+    timeout = (None if listens(url, opts) else bound, bound)
     tries = -1 if live.reconnect_attempts == -1 else live.reconnect_attempts + (0 if reconnect else 1)
     attempt = 0
     while True:

@@ -25,6 +25,7 @@ from typing import Any
 
 from avdnn._util.redact import redact_url
 from avdnn.media.libav.bindings import _find
+from avdnn.media.streams.streamcopy import CopyPath
 
 __all__ = ["GraphMapping", "announce_output", "dump_format", "stream_mapping", "version_header"]
 
@@ -165,8 +166,6 @@ def stream_mapping(rows: list[Row], *, graph: GraphMapping | None = None, video:
 def announce_output(source: Any, sink: Any, graph: GraphMapping | None = None) -> None:
     """``Stream mapping:`` now, and ``Output #0`` once ``sink``'s muxer has its header, as ffmpeg
     prints them. ``graph``: the -filter_complex graph the output's video comes from."""
-    from avdnn.media.streams.sidepath import CopyPath
-
     rows: list[Row] = []
     video = source.video_stream
     at = None

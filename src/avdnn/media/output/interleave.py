@@ -58,7 +58,8 @@ class Interleaver:
         self._write = write
         self._on_drop = on_drop
         self._max_delta = max_delta
-        self._lock = threading.RLock()
+        #: Held while a packet is queued or written (the output's lock: encoders and muxer share it).
+        self.lock = threading.RLock()
         self._buf: list[_Entry] = []
         self._queued = [0] * n
         self._ended = [False] * n
@@ -67,20 +68,18 @@ class Interleaver:
         #: The end time of a stream that reached its frame limit: the others stop there.
         self.cut: Fraction | None = None
         self._limited: set[int] = set()
-        self.written = [0] * n
-        self.dropped_at_cut = [0] * n
         #: The most packets ever waiting here at once (what a slow chain makes the other streams hold).
         self.peak = 0
 
     def start(self) -> None:
         """The header is written: packets may leave."""
-        with self._lock:
+        with self.lock:
             self._started = True
             self._release(False)
 
     def push(self, index: int, packet: Any, time: Fraction | None, end: Fraction | None = None) -> None:
         """Queue one packet of stream ``index``: ``time`` its dts and ``end`` its end, in seconds."""
-        with self._lock:
+        with self.lock:
             if self._ended[index]:
                 self._drop(index)
                 return
@@ -101,17 +100,16 @@ class Interleaver:
 
     def end(self, index: int) -> None:
         """Stream ``index`` sends no more packets (it no longer holds the others back)."""
-        with self._lock:
+        with self.lock:
             self._ended[index] = True
             self._release(False)
 
     def _drop(self, index: int) -> None:
-        self.dropped_at_cut[index] += 1
         if self._on_drop is not None:
             self._on_drop(index)
 
     def ended(self, index: int) -> bool:
-        with self._lock:
+        with self.lock:
             return self._ended[index]
 
     def past_cut(self, end_time: Fraction) -> bool:
@@ -126,7 +124,7 @@ class Interleaver:
         Packets of the other streams that end later are dropped, and so is everything they send
         after one such packet (ffmpeg's sync queue: ``finish_stream``, ``stream_update_ts``).
         """
-        with self._lock:
+        with self.lock:
             if self.cut is None or end_time < self.cut:
                 self.cut = end_time
             self._limited.add(index)
@@ -143,7 +141,7 @@ class Interleaver:
 
     def flush(self) -> None:
         """End of the output: everything left, in order."""
-        with self._lock:
+        with self.lock:
             self._ended = [True] * len(self._ended)
             self._started = True
             self._release(True)
@@ -157,5 +155,4 @@ class Interleaver:
                 return
             entry = self._buf.pop(0)
             self._queued[entry.index] -= 1
-            self.written[entry.index] += 1
             self._write(entry.index, entry.packet)

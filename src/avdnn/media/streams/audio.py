@@ -13,25 +13,58 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from avdnn.errors import InvalidArgumentError, from_av_error
-from avdnn.media.streams.sidepath import (
-    _US,
-    AV_CODEC_CAP_VARIABLE_FRAME_SIZE,
-    AV_CODEC_FLAG_BITEXACT,
-    SidePath,
-    default_layout,
-    open_hash_encoder,
-    rescale_delta,
-)
+from avdnn.media.filtergraph import FilterGraph, Step, probe_audio
+from avdnn.media.libav.codecs import encoder_channel_layouts
+from avdnn.media.streams.encoding import AV_CODEC_FLAG_BITEXACT, EncodePath
+from avdnn.media.streams.sidepath import SideOutput
 from avdnn.media.timing import rescale
 
-if TYPE_CHECKING:
-    from avdnn.media.output.sink import Sink
+__all__ = ["AudioEncodePath", "default_layout", "rescale_delta"]
+
+_US = Fraction(1, 1_000_000)
+AV_CODEC_CAP_VARIABLE_FRAME_SIZE = 1 << 16
+
+#: av_channel_layout_default: the first layout of libavutil's table with that many channels.
+_DEFAULT_LAYOUTS = {
+    1: "mono",
+    2: "stereo",
+    3: "2.1",
+    4: "4.0",
+    5: "5.0",
+    6: "5.1",
+    7: "6.1",
+    8: "7.1",
+    10: "5.1.4",
+    12: "7.1.4",
+    16: "hexadecagonal",
+    24: "22.2",
+}
 
 
-class AudioEncodePath(SidePath):
+def default_layout(channels: int) -> str:
+    """The layout ffmpeg's ``-ac N`` asks for (an unnamed one, ``Nc``, past the table)."""
+    return _DEFAULT_LAYOUTS.get(channels, f"{channels}c")
+
+
+def rescale_delta(
+    in_tb: Fraction, in_ts: int, fs_tb: Fraction, duration: int, last: list[int | None], out_tb: Fraction
+) -> int:
+    """libavutil's ``av_rescale_delta``: rescale keeping sample-accurate continuity (``last[0]``)."""
+    if last[0] is not None and duration and in_tb > out_tb:
+        a = rescale(2 * in_ts - 1, in_tb, fs_tb, "down") >> 1
+        b = (rescale(2 * in_ts + 1, in_tb, fs_tb, "up") + 1) >> 1
+        if 2 * a - b <= last[0] <= 2 * b - a:
+            this = min(max(last[0], a), b)
+            last[0] = this + duration
+            return rescale(this, fs_tb, out_tb)
+    last[0] = rescale(in_ts, in_tb, fs_tb) + duration
+    return rescale(in_ts, in_tb, out_tb)
+
+
+class AudioEncodePath(EncodePath):
     """Decode, filter (``-af`` + ffmpeg's aformat for the encoder) and encode one audio stream.
 
     The encoder belongs to the output (it is created with the output's header); decoded frames
@@ -57,15 +90,7 @@ class AudioEncodePath(SidePath):
         bitexact: bool = False,
         **kw: Any,
     ) -> None:
-        import av
-
-        super().__init__(stream, out_index, **kw)
-        self.codec_name = codec
-        self.stats.codec = codec
-        try:
-            self._codec = av.Codec(codec, "w")
-        except (av.FFmpegError, ValueError) as exc:
-            raise InvalidArgumentError(f"Unknown encoder '{codec}'") from exc
+        super().__init__(stream, out_index, codec=codec, **kw)
         if self._codec.type != "audio":
             raise InvalidArgumentError(f"Encoder '{codec}' is not an audio encoder")
         self.bit_rate = bit_rate
@@ -84,18 +109,19 @@ class AudioEncodePath(SidePath):
             if arg
         )
         # the input's trim first (ffmpeg's configure_input_audio_filter), then -af, then the aformat
-        self._filters = [*([("atrim", trim)] if trim else []), *filters, *([("aformat", fmt)] if fmt else [])]
+        self._filters: list[Step] = [
+            *([("atrim", trim)] if trim else []),
+            *filters,
+            *([("aformat", fmt)] if fmt else []),
+        ]
         text = ",".join(part for part in (filters_text, f"aformat={fmt}" if fmt else "") if part)
-        from avdnn.media.libav.bindings import probe_audio_chain
-
         if self._dec.layout.name.endswith(" channels"):  # unspecified order: ffmpeg's guess_input_channel_layout
             self._dec.layout = default_layout(self._dec.channels)
-        self.info = probe_audio_chain(
+        self.info = probe_audio(
             text, sample_fmt=self._dec.format.name, sample_rate=self._dec.sample_rate, layout=self._dec.layout.name
         )
         self.time_base = Fraction(1, self.info.sample_rate)
-        self.encoder: Any = None
-        self._graph: Any = None
+        self._graph: FilterGraph | None = None
         self._graph_key: tuple[str, int, str] | None = None
         self._decoded: deque[Any] = deque()  # decoded, waiting for the encoder (None: end of stream)
         self._synced: deque[Any] = deque()  # filtered, waiting for the video (sync queue)
@@ -122,8 +148,6 @@ class AudioEncodePath(SidePath):
         if channels:
             args.append("channel_layouts=" + default_layout(channels))
         else:
-            from avdnn.media.libav.codecs import encoder_channel_layouts
-
             layouts = encoder_channel_layouts(c.name)
             if layouts:
                 args.append("channel_layouts=" + "|".join(layouts))
@@ -131,7 +155,7 @@ class AudioEncodePath(SidePath):
 
     # -- the output stream ----------------------------------------------------------------
 
-    def _configure(self, enc: Any) -> None:
+    def configure(self, enc: Any) -> None:
         enc.format = self.info.sample_fmt
         enc.sample_rate = self.info.sample_rate
         enc.layout = self.info.layout
@@ -142,27 +166,13 @@ class AudioEncodePath(SidePath):
             enc.flags |= AV_CODEC_FLAG_BITEXACT
         enc.options = dict(self.codec_options)
 
-    def add_output(self, container: Any) -> Any:
-        out = container.add_stream(self.codec_name, rate=self.info.sample_rate)
-        self._configure(out.codec_context)
-        self.encoder = out.codec_context
-        return out
+    def stream_options(self) -> dict[str, Any]:
+        return {"rate": self.info.sample_rate}
 
-    def hash_stream(self) -> Any:
-        from avdnn.media.output.hashmux import HashStream
+    def hash_fields(self) -> dict[str, Any]:
+        return {"sample_rate": self.info.sample_rate, "layout": self.info.layout}
 
-        enc = open_hash_encoder(self.codec_name, self._configure)
-        self.encoder = enc
-        return HashStream(
-            "audio",
-            self._codec.canonical_name,
-            self.time_base,
-            sample_rate=self.info.sample_rate,
-            layout=self.info.layout,
-            extradata=bytes(enc.extradata) if enc.extradata else None,
-        )
-
-    def attach(self, sink: Sink) -> None:
+    def attach(self, sink: SideOutput) -> None:
         super().attach(sink)
         trim = sink.trim_filter(audio=True)
         if trim is not None:  # output -ss/-t: ffmpeg's insert_trim, after the aformat
@@ -267,8 +277,6 @@ class AudioEncodePath(SidePath):
 
     def _run(self) -> None:
         """Decoded frames through the graph, once the encoder exists (its frame size shapes the graph)."""
-        import av
-
         if self.encoder is None:
             return
         while self._decoded:
@@ -286,45 +294,24 @@ class AudioEncodePath(SidePath):
                 if frame is not None:
                     self.stats.drop("output -t/-to reached")
                 continue
-            try:
-                self._graph.push(frame)
-            except av.FFmpegError as exc:
-                raise from_av_error(exc) from exc
-            self._drain(final=frame is None)
+            if not self._graph.push(frame):
+                self._trimmed = True  # the graph takes no more (atrim reached output -t): the stream ends
+            self._drain(final=frame is None or self._trimmed)
 
     def _build(self, frame: Any, key: tuple[str, int, str]) -> None:
-        import av
-
-        g = av.filter.Graph()
-        try:
-            nodes = [g.add_abuffer(format=key[0], sample_rate=key[1], layout=key[2], time_base=frame.time_base)]
-            nodes += [g.add(name) if args is None else g.add(name, args) for name, args in self._filters]
-            nodes.append(g.add("abuffersink"))
-            g.link_nodes(*nodes)
-            g.configure()
-        except (av.FFmpegError, ValueError) as exc:
-            raise from_av_error(exc) if isinstance(exc, av.FFmpegError) else InvalidArgumentError(str(exc)) from exc
         size = self.encoder.frame_size
-        if size and not self._codec.capabilities & AV_CODEC_CAP_VARIABLE_FRAME_SIZE:
-            g.set_audio_frame_size(size)
-        self._graph, self._graph_key = g, key
+        fixed = size if size and not self._codec.capabilities & AV_CODEC_CAP_VARIABLE_FRAME_SIZE else None
+        self._graph = FilterGraph.audio_chain(
+            self._filters, format=key[0], sample_rate=key[1], layout=key[2], time_base=frame.time_base, frame_size=fixed
+        )
+        self._graph_key = key
 
     def _drain(self, final: bool, reset: bool = False) -> None:
-        import av
-
+        graph = self._graph
+        assert graph is not None
         if reset:
-            self._graph.push(None)
-        while True:
-            try:
-                out = self._graph.pull()
-            except av.BlockingIOError:
-                break
-            except av.EOFError:
-                final = True  # atrim reached output -t: the stream ends here
-                self._trimmed = True
-                break
-            except av.FFmpegError as exc:
-                raise from_av_error(exc) from exc
+            graph.push(None)
+        for out in graph.pull():
             if self._start_shift and out.pts is not None:
                 out.pts -= self._start_shift  # the output's start time, as ffmpeg subtracts it
             rec = self.sink.recording_time if self.sink is not None else None
@@ -332,6 +319,9 @@ class AudioEncodePath(SidePath):
                 self.stats.drop("output -t/-to reached")  # check_recording_time at the encoder
                 continue
             self._sync(out)
+        if graph.ended:
+            final = True  # atrim reached output -t: the stream ends here
+            self._trimmed = True
         if reset:
             self._graph = None
         elif final:

@@ -1,19 +1,25 @@
 """A subtitle stream around the chain, converted as ffmpeg converts it (``do_subtitle_out``).
 
 SubRip to ASS in Matroska by default; text converts to text and bitmaps to bitmaps only.
-See :mod:`.sidepath` for how side streams meet the output.
+The encoder is set up as every transcoded side stream's (:mod:`.encoding`); see :mod:`.sidepath`
+for how side streams meet the output.
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from avdnn.errors import InvalidArgumentError, from_av_error
-from avdnn.media.streams.sidepath import _US, SidePath, open_hash_encoder
+from avdnn.media.streams.encoding import EncodePath
 from avdnn.media.timing import rescale
 
+__all__ = ["SubtitleEncodePath"]
 
-class SubtitleEncodePath(SidePath):
+_US = Fraction(1, 1_000_000)
+
+
+class SubtitleEncodePath(EncodePath):
     """Decode and encode one subtitle stream (ffmpeg's do_subtitle_out), e.g. SubRip to ASS in Matroska.
 
     Text converts to text and bitmaps to bitmaps only, as in ffmpeg. Times are libavcodec's
@@ -25,13 +31,7 @@ class SubtitleEncodePath(SidePath):
     def __init__(self, stream: Any, out_index: int, *, codec: str, **kw: Any) -> None:
         import av
 
-        super().__init__(stream, out_index, **kw)
-        self.codec_name = codec
-        self.stats.codec = codec
-        try:
-            self._codec = av.Codec(codec, "w")
-        except (av.FFmpegError, ValueError) as exc:
-            raise InvalidArgumentError(f"Unknown encoder '{codec}'") from exc
+        super().__init__(stream, out_index, codec=codec, **kw)
         dec = stream.codec_context
         src = av.Codec(dec.name, "r")
         if not ((src.text_sub and self._codec.text_sub) or (src.bitmap_sub and self._codec.bitmap_sub)):
@@ -46,27 +46,11 @@ class SubtitleEncodePath(SidePath):
             raise from_av_error(exc) from exc
         self._dec = dec
         self.time_base = _US
-        self.encoder: Any = None
 
-    def _configure(self, enc: Any) -> None:
+    def configure(self, enc: Any) -> None:
         if self._dec.subtitle_header:
             enc.subtitle_header = self._dec.subtitle_header  # ffmpeg copies the decoder's ASS header
         enc.time_base = _US
-
-    def add_output(self, container: Any) -> Any:
-        out = container.add_stream(self.codec_name)
-        self._configure(out.codec_context)
-        self.encoder = out.codec_context
-        return out
-
-    def hash_stream(self) -> Any:
-        from avdnn.media.output.hashmux import HashStream
-
-        enc = open_hash_encoder(self.codec_name, self._configure)
-        self.encoder = enc
-        return HashStream(
-            "subtitle", self._codec.canonical_name, _US, extradata=bytes(enc.extradata) if enc.extradata else None
-        )
 
     def packet(self, packet: Any) -> None:
         import av
@@ -111,8 +95,3 @@ class SubtitleEncodePath(SidePath):
             out.duration = sub.end_display_time * 1000
             out.time_base = _US
             self.sink.push_side(self, out, _US)
-
-    def end(self) -> None:
-        if not self.ended and self.sink is not None:
-            self.ended = True
-            self.sink.end_side(self)
