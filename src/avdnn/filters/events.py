@@ -19,6 +19,7 @@ at end of stream are published at flush (or at close, when the run stopped early
 from __future__ import annotations
 
 import logging
+import re
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -35,8 +36,9 @@ from avdnn.media.frame import Frame
 
 log = logging.getLogger("avdnn.filters")
 
-#: values of a URL option after which the next bare ``:value`` is still the URL's (scheme, then any URL)
+#: options whose value is a URL: after a scheme (or a URL) the next bare ``:value`` is still the URL's
 _URL_OPTIONS = ("mqtt", "webhook")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 EVENTS_OPTIONS: tuple[Option, ...] = (
     Option(
@@ -73,7 +75,7 @@ class EventsFilter(Filter):
     @classmethod
     def joins(cls, key: str, value: str) -> bool:
         """``mqtt=mqtt://host:1883/t``: the bare values after a URL option's scheme are the URL's."""
-        return key in _URL_OPTIONS and ("://" in value or value in ("mqtt", "http", "https"))
+        return key in _URL_OPTIONS and ("://" in value or _SCHEME.fullmatch(value) is not None)
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
         super().__init__(values, label=label)
