@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ev_util import Obj, horizontal, jsonl, jsonl_events, script_filter
+from ev_util import horizontal, jsonl, jsonl_events, script_filter
 
 import avdnn
 from avdnn.errors import InvalidArgumentError
@@ -176,7 +176,7 @@ def test_a_tracked_constant_box_is_new_once_and_ends_at_eos(tmp_path: Path) -> N
     out = tmp_path / "m.jsonl"
     run(f"dnn_detect=model={model},track,events,metadata_jsonl=file={out}", tmp_path)
     events = jsonl_events(out)
-    assert [(e["type"], e["frame"], e["reason"] if "reason" in e else None) for e in events] == [
+    assert [(e["type"], e["frame"], e.get("reason", None)) for e in events] == [
         ("new", 1, None),  # bytetrack confirms on the 2nd sighting
         ("end", 39, "eos"),
     ]

@@ -61,8 +61,8 @@ def test_new_then_end_with_the_common_fields() -> None:
 
 
 def test_end_comes_from_the_trackers_drop_and_eos_ends_the_rest() -> None:
-    a = Obj(1, "car", {n: (10.0, 10.0) for n in range(0, 3)})
-    b = Obj(2, "person", {n: (30.0, 30.0) for n in range(0, 10)})
+    a = Obj(1, "car", dict.fromkeys(range(3), (10.0, 10.0)))
+    b = Obj(2, "person", dict.fromkeys(range(10), (30.0, 30.0)))
     alive = [frozenset({1, 2})] * 6 + [frozenset({2})] * 4  # a unseen on 3..5 but kept, dropped on 6
     events = run([a, b], 10, alive=alive)
     assert [(e["type"], e["track_id"], e["frame"], e.get("reason")) for e in events] == [
@@ -74,7 +74,7 @@ def test_end_comes_from_the_trackers_drop_and_eos_ends_the_rest() -> None:
 
 
 def test_ids_minus_one_are_not_objects() -> None:
-    assert run([Obj(-1, "car", {n: (10.0, 10.0) for n in range(5)})], 5) == []
+    assert run([Obj(-1, "car", dict.fromkeys(range(5), (10.0, 10.0)))], 5) == []
 
 
 def test_update_on_label_by_vote_and_on_zones() -> None:
@@ -96,7 +96,7 @@ def test_update_on_label_by_vote_and_on_zones() -> None:
 
 
 def test_stationary_after_seconds_still_and_moving_again() -> None:
-    path = {n: (10.0, 10.0) for n in range(40)} | {n: (10.0 + 3 * (n - 40), 10.0) for n in range(40, 50)}
+    path = dict.fromkeys(range(40), (10.0, 10.0)) | {n: (10.0 + 3 * (n - 40), 10.0) for n in range(40, 50)}
     events = run([Obj(1, "car", path)], 50, stationary=1.0)
     updates = [(e["frame"], e["changes"], e["stationary"]) for e in events if e["type"] == "update"]
     # still from 0: stationary 1 s later; then 3 px on an 8 px wide box is an IoU of 0.45 < 0.6: moving
