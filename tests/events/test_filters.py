@@ -56,8 +56,9 @@ def test_counts_reach_the_summary_as_dict_and_jsonl(scripted: str, tmp_path: Pat
     ]
     assert "events of stream 'cam1': produced 11 (cross 2, end 2, enter 2, exit 1, new 2, update 2)" in summary
     d = stats.as_dict()
-    assert d["lines"] == [{"name": "gate", "points": "32_64|32_0", "anchor": "bottom_center", "in": {"person": 1},
-                           "out": {"car": 1}}]  # fmt: skip
+    assert d["lines"] == [
+        {"name": "gate", "points": "32_64|32_0", "anchor": "bottom_center", "in": {"person": 1}, "out": {"car": 1}}
+    ]
     assert d["zones"][0]["entered"] == {"car": 1, "person": 1} and d["events"][0]["produced"] == 11
     recs = jsonl(out)
     frames = [r for r in recs if r["type"] == "frame"]

@@ -106,8 +106,19 @@ def test_stationary_after_seconds_still_and_moving_again() -> None:
 def test_zone_and_line_events_are_completed_and_come_between_new_and_updates() -> None:
     life = ObjectEvents("cam1", stationary=0)
     obj = Obj(5, "car", {0: (10.0, 10.0)})
-    upstream = [{"type": "enter", "track_id": 5, "label": "car", "class_id": 0, "score": 0.9,
-                 "box": [10.0, 10.0, 18.0, 20.0], "predicted": False, "zone": "bay", "since": 0.0}]  # fmt: skip
+    upstream = [
+        {
+            "type": "enter",
+            "track_id": 5,
+            "label": "car",
+            "class_id": 0,
+            "score": 0.9,
+            "box": [10.0, 10.0, 18.0, 20.0],
+            "predicted": False,
+            "zone": "bay",
+            "since": 0.0,
+        }
+    ]
     events = life.update(det_at([obj], 0), frame(0), 0.0, 0, membership={5: ("bay",)}, upstream=upstream)
     assert [e["type"] for e in events] == ["new", "enter"]
     assert events[1]["zones"] == ["bay"] and events[1]["seq"] == 1 and events[1]["first_time"] == 0.0
