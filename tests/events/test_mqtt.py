@@ -92,13 +92,12 @@ def test_qos1_events_survive_a_broker_restart_mid_run(
         f"metadata_jsonl=file={out}"
     )
     stream = avdnn.run(SRC, chain, input_format="lavfi")
-    sink: SinkStats | None = None
+    sink = sink_of(stream.stats)  # live counters, read while the frames go
     buffered_while_down = 0
     for n, _ in enumerate(stream):
-        sink = sink or sink_of(stream.stats)
         if n == 30:
             broker.stop()  # SIGTERM: mosquitto saves the subscriber's session
-            _wait(lambda: sink is not None and sink.state != "connected")
+            _wait(lambda: sink.state != "connected")
         if n == 60:
             buffered_while_down = sink.buffered
             broker.start()  # same port, same persistence: the publisher and the subscriber reconnect

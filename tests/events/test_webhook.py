@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,7 @@ def test_a_busy_object_is_posted_once_per_cooldown(
     h = hook()
     _, written, sink = run(f"busy,zone=z:32_0|iw_0|iw_ih|32_ih,events=webhook={h.url}:cooldown=0.5", tmp_path)
     times = [b["time"] for _, b in h.posts if b["type"] != "end"]
-    assert all(b - a >= 0.5 for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a >= 0.5 for a, b in itertools.pairwise(times))
     assert h.posts[-1][1]["type"] == "end"
     snap = sink.snapshot()
     assert snap["published"] + snap["dropped"]["cooldown"] == len(written) == snap["produced"]
