@@ -195,9 +195,10 @@ class ZoneCounter:
     def summary_lines(self) -> list[str]:
         inside = self.inside()
         labels = sorted(set(self.entered) | set(self.exited) | set(inside.values()))
+        objects = sum(len(v) for v in self.objects.values())
         head = (
             f"zone {self.name}: inside {len(inside)}, entered {sum(self.entered.values())}"
-            f" ({sum(len(v) for v in self.objects.values())} objects), exited {sum(self.exited.values())}"
+            f" ({objects} object{'' if objects == 1 else 's'}), exited {sum(self.exited.values())}"
         )
         lines = [head]
         dwell = self._dwell_now()

@@ -4,7 +4,7 @@
 frame carries (the analytics side data of the filters before it): each zone's outline (and, with
 ``fill`` > 0, its inside tinted), each line with an arrow at its middle pointing to its *in* side,
 and a label with the counts so far (``bay: 2 inside, 5 entered``, ``gate: in 3, out 1``) at the
-zone's first point or the line's middle. Put ``drawbox``/``drawtext`` from the detections next to
+zone's first point or near the line's first point. Put ``drawbox``/``drawtext`` from the detections next to
 it for the boxes.
 
 The shapes are rasterised once per frame size and parameter set (Pillow), and blended only where
@@ -114,7 +114,9 @@ class DrawZonesFilter(Filter):
             if ln.shape is not None:
                 (ax, ay), (bx, by) = _scaled(ln.shape, frame)
                 text = f"{name}: in {sum(ln.crossed_in.values())}, out {sum(ln.crossed_out.values())}"
-                texts.append((text, int((ax + bx) / 2) + 6, int((ay + by) / 2) - self.fontsize - 6))
+                # near its first point, clear of the arrow at its middle
+                x, y = ax + (bx - ax) * 0.15, ay + (by - ay) * 0.15
+                texts.append((text, int(x) + 6, int(y)))
         return [self.renderer.draw(out, texts)]
 
     def _mask(self, frame: Frame, zones: tuple[tuple[str, Shape], ...], lines: tuple[tuple[str, Shape], ...]) -> Any:
