@@ -219,3 +219,18 @@ def test_events_json_is_what_the_schema_file_says(tmp_path: Path, scripted: str)
     assert len(frames) == 40 and frames[0]["stream"] == "default" and "analytics" in frames[0]
     for event in events:
         validate_event(event)
+
+
+def test_drawtext_names_the_zones_a_box_is_in(scripted: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("PIL")
+    from avdnn.filters import _textdraw, overlay_bboxes
+
+    drawn: list[list[str]] = []
+    monkeypatch.setattr(overlay_bboxes, "has_lavfi", lambda name: False)  # the Pillow renderer, whatever the build
+    monkeypatch.setattr(
+        _textdraw.TextRenderer, "draw", lambda self, frame, texts: drawn.append([t for t, _, _ in texts]) or frame
+    )
+    chain = f"{scripted},{ZONE},drawtext=text_source=side_data_detection_bboxes"
+    list(avdnn.run(SRC, chain, input_format="lavfi", frames=12))
+    assert drawn[0] == ["#1 car", "car"]  # the -1 box has no id
+    assert drawn[11] == ["#1 car [right]", "#2 person [right]", "car"]

@@ -24,14 +24,14 @@ ANCHOR = Option(
     help="the point of a box that counts",
     consts=ANCHOR_CONSTS,
 )
-CLASSES = Option("classes", "string", "", help="count only these labels: car|person (default: all)")
+CLASSES = Option("classes", "string", None, help="count only these labels: car|person (default: every label)")
 LOST = Option(
     "lost",
     "float",
     DEFAULT_LOST,
     0,
     86400,
-    help="seconds unseen before an object is gone, when no track filter says (its lost_track_buffer rules)",
+    help="seconds unseen before an object is gone (only when no track filter says it dropped it)",
 )
 
 

@@ -159,6 +159,7 @@ class Sink:
     def close(self) -> None:
         """Deliver what is buffered within ``flush_timeout``, count the rest as dropped, stop."""
         self.stats.closed = True
+        self.stats.state = "closed"
 
     def _given(self, message: Message) -> None:
         """Count a message as produced (call under the lock)."""
