@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,20 +68,29 @@ def test_events_arrive_equal_in_number_content_and_order(
     assert stats.check(), stats.violations()
 
 
-def test_state_topics_are_retained_for_late_subscribers(scripted: str, broker: Broker, tmp_path: Path) -> None:
-    chain = f"{scripted},{LINE},events=stream=cam1:mqtt={mqtt_url(broker)}:state=1:lost=0.2"
+def test_state_topics_are_retained_and_frames_go_at_qos0(
+    scripted: str, broker: Broker, subscriber: Subscriber, tmp_path: Path
+) -> None:
+    chain = f"{scripted},{LINE},events=stream=cam1:mqtt={mqtt_url(broker)}:qos=0:state=1:frames=1:lost=0.2"
     stats = avdnn.run(SRC, chain, input_format="lavfi", output=str(tmp_path / "o.mkv"), codec="ffv1")
+    snap = sink_of(stats).snapshot()
+    assert snap["messages"] == {"event": 36, "frame": 100, "state": 13}  # the first counts, then one per change
+    assert snap["published"] == 149 and not snap["dropped"]
+    assert subscriber.wait_for(lambda m: len(m) >= 149)
+    topics = Counter(t for t, _, _ in subscriber.messages)
+    assert topics == {"avdnn/cam1/events": 36, "avdnn/cam1/frames": 100, "avdnn/cam1/line/gate": 13}
+    frames = [json.loads(p) for t, p, _ in subscriber.messages if t.endswith("/frames")]
+    assert [f["n"] for f in frames] == list(range(100)) and frames[0]["stream"] == "cam1"
     late = Subscriber(broker.port, "avdnn/cam1/line/#")  # after the run: only retained messages arrive
     try:
         assert late.wait_for(lambda m: len(m) >= 1)
         topic, payload, retained = late.messages[0]
         state = json.loads(payload)
-        assert topic == "avdnn/cam1/line/gate" and retained
+        assert topic == "avdnn/cam1/line/gate" and retained and len(late.messages) == 1
         assert state["type"] == "line" and state["name"] == "gate"
         assert (state["in"], state["out"]) == ({}, {"car": 4, "person": 4, "bicycle": 4})
     finally:
         late.close()
-    assert sink_of(stats).snapshot()["messages"]["state"] == 13  # the first frame's, then one per change
 
 
 def test_qos1_events_survive_a_broker_restart_mid_run(

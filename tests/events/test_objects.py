@@ -154,3 +154,20 @@ def test_the_schema_refuses_what_it_does_not_describe() -> None:
         with pytest.raises(InvalidDataError, match=re.escape(f"event-v1.schema.json: {where}")):
             validate_event(broken)
     assert event_schema()["properties"]["version"] == {"const": 1}
+
+
+def test_a_zone_event_after_the_objects_end_is_still_complete() -> None:
+    """A zone with a longer ``lost`` than the events stage's: its exit comes after the object's end."""
+    life = ObjectEvents("cam1", stationary=0, lost=0.1)
+    obj = Obj(4, "car", {0: (10.0, 10.0)})
+    events = life.update(det_at([obj], 0), frame(0), 0.0, 0)
+    events += life.update(det_at([], 1), frame(1), 0.5, 1)  # gone for the events stage
+    late = {"type": "exit", "track_id": 4, "label": "car", "class_id": 0, "score": 0.9, "box": [10.0, 10.0, 18.0, 20.0]}
+    late.update(predicted=False, zone="bay", dwell=0.0, reason="lost")
+    events += life.update(det_at([], 2), frame(2), 1.0, 2, upstream=[late])
+    assert [e["type"] for e in events] == ["new", "end", "exit"]
+    assert events[2]["first_time"] == 0.0 and events[2]["top_score"] == pytest.approx(0.9)
+    for e in events:
+        validate_event(e)
+    unknown = life.update(det_at([], 3), frame(3), 1.1, 3, upstream=[{**late, "track_id": 99}])
+    validate_event(unknown[0])

@@ -23,17 +23,25 @@ stopped for ``stationary`` seconds (Frigate's rule in seconds rather than frames
 
 from __future__ import annotations
 
+import logging
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from avdnn.errors import InvalidArgumentError
 from avdnn.events.record import Event
 from avdnn.events.schema import SCHEMA_VERSION
 from avdnn.events.snapshot import Snapshot, crop
 from avdnn.events.tracks import DEFAULT_LOST, TrackBook, box_fields
 from avdnn.media.detections import Detections
 from avdnn.media.frame import Frame
+
+log = logging.getLogger("avdnn.events")
+
+#: ended objects remembered for events that arrive after their end
+ENDED_KEPT = 256
 
 
 def iou(a: list[float], b: list[float]) -> float:
@@ -79,6 +87,8 @@ class ObjectEvents:
         self.snapshot = snapshot
         self.book = TrackBook(lost)
         self.objects: dict[int, _Object] = {}
+        #: the last objects ended, for a zone's late event about one (a zone with a longer ``lost``)
+        self._ended: OrderedDict[int, _Object] = OrderedDict()
         self.seq = 0
         #: events produced so far, by type
         self.counts: dict[str, int] = {}
@@ -129,7 +139,7 @@ class ObjectEvents:
                 event.update(changes=list(previous), previous=previous)
                 updates.append(self._complete(event, obj))
         seen = {int(det.track_ids[i]) for i in rows}
-        middle = [self._complete_upstream(e) for e in upstream or ()]
+        middle = [self._complete_upstream(e, time) for e in upstream or ()]
         ends = [self._end(tid, "lost") for tid in self.book.gone(time, alive, seen)]
         return self._number([*news, *middle, *updates, *(e for e in ends if e is not None)], pts, time, n)
 
@@ -149,7 +159,11 @@ class ObjectEvents:
         if not det.predicted_mask[i] and score > obj.top_score:
             obj.top_score = score
             if self.snapshot:
-                shot = crop(frame, np.asarray(box) * _to_frame(det, frame))
+                try:
+                    shot = crop(frame, np.asarray(box) * _to_frame(det, frame))
+                except InvalidArgumentError as exc:  # a pixel format without a plane table (a hardware frame)
+                    log.warning("events: no snapshots for %s frames: %s", frame.format, exc.message)
+                    self.snapshot, shot = False, None
                 if shot is not None:
                     obj.snapshot = Snapshot(shot, score, frame.pts, time)
         if self.stationary <= 0:
@@ -170,6 +184,9 @@ class ObjectEvents:
         obj = self.objects.pop(tid, None)
         if obj is None:
             return None
+        self._ended[tid] = obj
+        while len(self._ended) > ENDED_KEPT:
+            self._ended.popitem(last=False)
         event = {"type": "end", "track_id": tid, "label": obj.label, **obj.fields}
         event.update(reason=reason, duration=obj.last_time - obj.first_time)
         return self._complete(event, obj)
@@ -181,13 +198,16 @@ class ObjectEvents:
             event["snapshot"] = obj.snapshot.to_dict()
         return event
 
-    def _complete_upstream(self, event: Event) -> Event:
-        obj = self.objects.get(int(event.get("track_id", -1)))
+    def _complete_upstream(self, event: Event, time: float) -> Event:
+        """A zone or line event with the object's state (a copy: the zone's own stays as it made it)."""
+        tid = int(event.get("track_id", -1))
+        obj = self.objects.get(tid) or self._ended.get(tid)
         out = dict(event)
-        if obj is not None:
-            self._complete(out, obj)
-            out["zones"] = list(obj.zones)
-        return out
+        if obj is None:  # never seen here (a stage before that saw other boxes): what the event itself says
+            obj = _Object(
+                tid, float(out.get("time", 0.0)), str(out.get("label", "")), (), {}, float(out.get("score", 0))
+            )
+        return self._complete(out, obj)
 
     def _number(self, events: list[Event], pts: int | None, time: float, n: int) -> list[Event]:
         """Put the common head on each event (version, type, stream, seq, pts, time, frame) in a fixed key order."""

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from avdnn.errors import from_av_error
 from avdnn.media.frame import Frame
 from avdnn.media.pixfmt import lookup
 
@@ -73,14 +74,17 @@ def encode_jpeg(frame: Frame, quality: int = 4) -> bytes:
     """One JPEG picture of ``frame`` (libavcodec mjpeg, full-range 4:2:0; ``quality`` is its qscale)."""
     import av
 
-    picture = frame.to_av().reformat(format="yuvj420p", width=frame.width // 2 * 2, height=frame.height // 2 * 2)
-    codec: Any = av.CodecContext.create("mjpeg", "w")
-    codec.width, codec.height = picture.width, picture.height
-    codec.pix_fmt = "yuvj420p"
-    codec.time_base = Fraction(1, 25)
-    codec.options = {"qmin": str(quality), "qmax": str(quality)}
-    picture.pts = 0
-    packets = [*codec.encode(picture), *codec.encode(None)]
+    try:
+        picture = frame.to_av().reformat(format="yuvj420p", width=frame.width // 2 * 2, height=frame.height // 2 * 2)
+        codec: Any = av.CodecContext.create("mjpeg", "w")
+        codec.width, codec.height = picture.width, picture.height
+        codec.pix_fmt = "yuvj420p"
+        codec.time_base = Fraction(1, 25)
+        codec.options = {"qmin": str(quality), "qmax": str(quality)}
+        picture.pts = 0
+        packets = [*codec.encode(picture), *codec.encode(None)]
+    except av.FFmpegError as exc:
+        raise from_av_error(exc) from exc
     return b"".join(bytes(p) for p in packets)
 
 

@@ -7,6 +7,7 @@ file analysed at 10x real time gives the same numbers as the live camera.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from avdnn.errors import InvalidArgumentError
@@ -73,7 +74,7 @@ class FrameClock:
     def __call__(self, frame: Frame) -> float:
         t = frame.time
         n, self.count = self.count, self.count + 1
-        if t is not None:
+        if t is not None and math.isfinite(t):
             return float(t)
         return n / float(self.rate) if self.rate else n / 25.0
 
