@@ -89,7 +89,7 @@ class MqttSink(Sink):
 
     def __init__(self, target: str, options: SinkOptions) -> None:
         super().__init__(redact_url(target))
-        mqtt = _paho()
+        mqtt = self._mqtt = _paho()
         self.host, self.port, user, password, self.topic = parse_mqtt_url(target)
         self.root = self.topic.split("/", 1)[0]
         self.stream = options.stream
@@ -161,11 +161,15 @@ class MqttSink(Sink):
             info = self.client.publish(
                 self.topic_for(message), message.payload, qos=qos, retain=message.kind == "state"
             )
+            no_conn = info.rc == self._mqtt.MQTT_ERR_NO_CONN
             with ready:
                 self._handing = None
-                if info.rc != 0 and qos == 0:
+                if no_conn and qos == 0:
                     self.backlog.items.appendleft(message)  # not sent: the connection just went away
                     self._connected = False
+                    continue
+                if info.rc != 0 and not no_conn:  # paho's own refusal (never seen: our window is below its limits)
+                    self.stats.dropped[f"refused by paho: {self._mqtt.error_string(info.rc)}"] += 1
                     continue
                 # a QoS 1 message refused for want of a connection stays with paho, which sends it on reconnect
                 if info.mid in self._acked_early:
