@@ -98,9 +98,12 @@ def test_update_on_label_by_vote_and_on_zones() -> None:
 def test_stationary_after_seconds_still_and_moving_again() -> None:
     path = dict.fromkeys(range(40), (10.0, 10.0)) | {n: (10.0 + 3 * (n - 40), 10.0) for n in range(40, 50)}
     events = run([Obj(1, "car", path)], 50, stationary=1.0)
-    updates = [(e["frame"], e["changes"], e["stationary"]) for e in events if e["type"] == "update"]
+    updates = [(e["frame"], e["changes"], e["previous"], e["stationary"]) for e in events if e["type"] == "update"]
     # still from 0: stationary 1 s later; then 3 px on an 8 px wide box is an IoU of 0.45 < 0.6: moving
-    assert updates == [(25, ["stationary"], True), (41, ["stationary"], False)]
+    assert updates == [
+        (25, ["stationary"], {"stationary": False}, True),
+        (41, ["stationary"], {"stationary": True}, False),
+    ]
 
 
 def test_zone_and_line_events_are_completed_and_come_between_new_and_updates() -> None:

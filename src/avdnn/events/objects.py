@@ -131,9 +131,8 @@ class ObjectEvents:
             if zones != obj.zones:
                 previous["zones"], obj.zones = list(obj.zones), zones
             obj.fields = fields
-            moved = self._observe(obj, det, i, frame, time)
-            if moved is not None:
-                previous["stationary"] = not moved
+            if self._observe(obj, det, i, frame, time):
+                previous["stationary"] = not obj.stationary
             if previous:
                 event = {"type": "update", "track_id": tid, "label": obj.label, **fields}
                 event.update(changes=list(previous), previous=previous)
@@ -151,8 +150,8 @@ class ObjectEvents:
 
     # -- per object ----------------------------------------------------------------------
 
-    def _observe(self, obj: _Object, det: Detections, i: int, frame: Frame, time: float) -> bool | None:
-        """Score, snapshot and stationarity; returns True/False when it started/stopped moving, else None."""
+    def _observe(self, obj: _Object, det: Detections, i: int, frame: Frame, time: float) -> bool:
+        """Score, snapshot and stationarity; returns whether it became stationary or moving on this box."""
         obj.last_time = time
         score = float(det.confidence[i])
         box: list[float] = obj.fields["box"]
@@ -167,17 +166,17 @@ class ObjectEvents:
                 if shot is not None:
                     obj.snapshot = Snapshot(shot, score, frame.pts, time)
         if self.stationary <= 0:
-            return None
+            return False
         if iou(box, obj.still_box) >= self.stationary_iou:
             if not obj.stationary and time - obj.still_since >= self.stationary:
                 obj.stationary = True
-                return False
-            return None
+                return True
+            return False
         obj.still_box, obj.still_since = list(box), time
         if obj.stationary:
             obj.stationary = False
             return True
-        return None
+        return False
 
     def _end(self, tid: int, reason: str) -> Event | None:
         self.book.forget(tid)
