@@ -306,6 +306,7 @@ def test_all_is_sorted_and_complete() -> None:
         "help",
         "zoo",
         "tracking",
+        "events",
     }
     assert public <= set(avdnn.__all__), public - set(avdnn.__all__)
     assert isinstance(avdnn.__version__, str)

@@ -23,8 +23,15 @@ ids (a ``track`` filter upstream) and ``summary=1`` (the default), one line per 
      "first_time": 0.033, "last_time": 3.97, "frames": 119, "detected_frames": 119,
      "mean_confidence": 0.91, "labels": {"face": 119}}
 
+After an ``events`` filter (docs/events.md), each event it published on a frame follows that frame's
+line, as ``{"version": 2, "type": "event", "event": {...}}`` where the inner record is exactly what
+MQTT and webhooks get (``avdnn/events/data/event-v1.schema.json``); the ``end`` events of the
+objects still tracked at end of stream come before the track lines. After ``zone``/``line``
+filters the frame line also has ``"analytics": {"zones": {NAME: {"inside": [ids], "entered":
+{label: n}, "exited": {...}}}, "lines": {NAME: {"in": {label: n}, "out": {...}}}}``.
+
 Version 2 added ``type`` and the track lines; a version-1 reader that takes every line as a frame
-must skip lines whose ``type`` is ``"track"``.
+must skip lines whose ``type`` is not ``"frame"``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import sys
 from typing import IO, Any, ClassVar
 
 from avdnn.errors import InvalidArgumentError, from_errno
+from avdnn.events.record import LateEvents, analytics_of
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
 from avdnn.media.frame import Frame
@@ -50,7 +58,7 @@ def frame_record(frame: Frame, n: int) -> dict[str, Any]:
     tb = frame.time_base
     time = frame.time
     boxes = det.to_dict()["boxes"] if det is not None else []
-    return {
+    record = {
         "version": SCHEMA_VERSION,
         "type": "frame",
         "n": n,
@@ -62,6 +70,11 @@ def frame_record(frame: Frame, n: int) -> dict[str, Any]:
         "source": det.source if det is not None else None,
         "boxes": boxes,
     }
+    analytics = analytics_of(frame)
+    state = analytics.to_dict() if analytics is not None else None
+    if state:
+        record["analytics"] = state
+    return record
 
 
 class MetadataJsonlFilter(Filter):
@@ -84,6 +97,9 @@ class MetadataJsonlFilter(Filter):
         self.direct = bool(values.get("direct"))
         self.count = 0
         self.summary: TrackSummary | None = TrackSummary() if values.get("summary", True) else None
+        #: the events stage's events after its last frame, and how many of them are written
+        self._late: LateEvents | None = None
+        self._late_written = 0
         try:
             self._out: IO[str] | None = (
                 sys.stdout
@@ -101,6 +117,11 @@ class MetadataJsonlFilter(Filter):
         if self._out is None:
             raise InvalidArgumentError("metadata_jsonl: write after close", filter=self.label)
         self._write(frame_record(frame, self.count))
+        analytics = analytics_of(frame)
+        if analytics is not None:
+            for event in analytics.published:
+                self._write({"version": SCHEMA_VERSION, "type": "event", "event": event})
+            self._late = analytics.late or self._late
         self.count += 1
         if self.summary is not None:
             self.summary.add(frame.side_data.detections, frame.pts, frame.time)
@@ -114,6 +135,11 @@ class MetadataJsonlFilter(Filter):
 
     def _write_summary(self) -> None:
         """The track lines, once: at end of stream, or at close when the run stopped early (-frames:v)."""
+        late = self._late
+        if late is not None:
+            for event in late.events[self._late_written :]:
+                self._write({"version": SCHEMA_VERSION, "type": "event", "event": event})
+            self._late_written = len(late.events)
         summary, self.summary = self.summary, None
         for rec in summary.records() if summary is not None else ():
             self._write({"version": SCHEMA_VERSION, "type": "track", **rec.to_dict()})

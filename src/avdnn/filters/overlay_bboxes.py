@@ -12,7 +12,8 @@ libavfilter.
   ``track_color=1`` (avdnn) colours each tracked box by its track id from a fixed palette.
 * drawtext: the text of a box is its detect label followed by ", <classify label>" for each
   classification, drawn at ``x = box.x, y = box.y - fontsize`` (FFmpeg's rule); a box with a
-  track id gets ``#ID `` in front (avdnn).
+  track id gets ``#ID `` in front, and `` [bay]`` after it names the zones the object is in
+  (after ``zone`` filters; avdnn).
 
 The libavfilter graph is built once per parameter set (frame size, format, timing, style) with
 as many drawbox/drawtext nodes as the most boxes seen so far, and reused: each frame's boxes go
@@ -33,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from avdnn.errors import AVERROR, AvdnnError, InvalidArgumentError
+from avdnn.events.record import analytics_of
 from avdnn.filters.base import Filter
 from avdnn.filters.options import INT_MAX, Option
 from avdnn.media.filtergraph import FilterGraph
@@ -219,9 +221,12 @@ class DrawBoxFilter(Filter):
             raise
 
 
-def box_text(box: Any) -> str:
-    """FFmpeg's drawtext text for a box: detect label, then ", <label>" per classification; "#ID " if tracked."""
+def box_text(box: Any, zones: Sequence[str] = ()) -> str:
+    """FFmpeg's drawtext text for a box: detect label, then ", <label>" per classification; "#ID " if tracked;
+    " [bay, dock]" for the zones the object is in (after zone filters, avdnn)."""
     text = "".join([box.detect_label, *(f", {label}" for label, _ in box.classify)])
+    if zones:
+        text += f" [{', '.join(zones)}]"
     return f"#{box.track_id} {text}" if getattr(box, "track_id", -1) >= 0 else text
 
 
@@ -306,7 +311,9 @@ class DrawTextFilter(Filter):
                 log.warning("%s: No detection bboxes.", self.label)
                 self._warned = True
             return [frame]
-        texts = [(box_text(b), b.x, b.y - self.fontsize) for b in det]
+        analytics = analytics_of(frame)
+        zones = analytics.membership if analytics is not None else {}
+        texts = [(box_text(b, zones.get(b.track_id, ())), b.x, b.y - self.fontsize) for b in det]
         if not self.lavfi:
             return [self.renderer.draw(frame, texts)]
         return [self.overlay.run(frame, [{"text": t, "x": str(x), "y": str(y)} for t, x, y in texts])]

@@ -24,6 +24,10 @@ KNOWN_FILTERS: dict[str, str] = {
     "drawtext": "overlay_bboxes:DrawTextFilter",
     "metadata_jsonl": "metadata_jsonl:MetadataJsonlFilter",
     "track": "track:TrackFilter",
+    "zone": "zone:ZoneFilter",
+    "line": "line:LineFilter",
+    "events": "events:EventsFilter",
+    "drawzones": "drawzones:DrawZonesFilter",
 }
 
 _loaded: dict[str, type[Filter]] = {}

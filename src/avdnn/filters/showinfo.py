@@ -12,6 +12,11 @@ mean:[123 127 129] stdev:[69.8 69.1 72.3]
     \t\tclassify:  label: happy, confidence: 8000/10000.
     \t\ttrack:  id: 3, detected.      (avdnn's: boxes with a track id, after a track filter)
     <an empty line, as FFmpeg logs "\\n" after each side data>
+      side data - avdnn zones, lines and events:   (avdnn's, after zone/line/events filters)
+    zone: bay, inside: 1 [3], entered: 2, exited: 1.
+    line: gate, in: 1, out: 0.
+    event: cross, track: 3, label: car, line: gate, direction: in.
+    <an empty line>
     color_range:unknown color_space:unknown color_primaries:unknown color_trc:unknown
     alpha_mode:unspecified   (formats with alpha or a palette only)
 
@@ -35,6 +40,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from avdnn.events.record import analytics_of
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
 from avdnn.media.frame import Frame
@@ -173,6 +179,29 @@ def detection_lines(det: Any) -> list[str]:
     return lines
 
 
+def analytics_lines(frame: Frame) -> list[str]:
+    """avdnn's zone/line side data and the frame's events (after zone, line, events filters), then an empty line."""
+    analytics = analytics_of(frame)
+    if analytics is None or not (analytics.zones or analytics.lines or analytics.published or analytics.events):
+        return []
+    lines = ["  side data - avdnn zones, lines and events:"]
+    for name, zone in analytics.zones.items():
+        inside = ", ".join(str(t) for t in sorted(zone.inside))
+        lines.append(
+            f"zone: {name}, inside: {len(zone.inside)} [{inside}], entered: {sum(zone.entered.values())}, "
+            f"exited: {sum(zone.exited.values())}."
+        )
+    for name, ln in analytics.lines.items():
+        lines.append(f"line: {name}, in: {sum(ln.crossed_in.values())}, out: {sum(ln.crossed_out.values())}.")
+    for event in analytics.published or analytics.events:
+        where = event.get("zone") or event.get("line")
+        detail = f", {'zone' if 'zone' in event else 'line'}: {where}" if where else ""
+        direction = f", direction: {event['direction']}" if "direction" in event else ""
+        lines.append(f"event: {event['type']}, track: {event['track_id']}, label: {event['label']}{detail}{direction}.")
+    lines.append("")
+    return lines
+
+
 def color_line(frame: Frame) -> str:
     """vf_showinfo's dump_color_property line."""
     props = frame._color_props() or (0, 2, 2, 2)
@@ -200,7 +229,7 @@ def frame_lines(frame: Frame, n: int, *, checksum: bool = True) -> list[str]:
     )
     if checksum:
         head += checksum_text(frame)
-    lines = [head, *detection_lines(frame.side_data.detections), color_line(frame)]
+    lines = [head, *detection_lines(frame.side_data.detections), *analytics_lines(frame), color_line(frame)]
     fmt = av_frame.format
     if fmt.has_palette or any(c.is_alpha for c in fmt.components):
         lines.append("alpha_mode:unspecified")  # FFmpeg 8+; PyAV does not expose AVFrame.alpha_mode

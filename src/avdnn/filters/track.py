@@ -26,12 +26,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from avdnn.errors import AvdnnError, InvalidArgumentError
+from avdnn.events.record import analytics_for
 from avdnn.filters.base import Filter
 from avdnn.filters.options import INT_MAX, Option
 from avdnn.media.detections import SKIPPED_KEY, Detections
 from avdnn.media.frame import Frame
 from avdnn.tracking import PARAMETERS, Tracker, TrackSummary, create_tracker, list_trackers
-from avdnn.tracking.base import tracker_spec
+from avdnn.tracking.base import ReportsAlive, tracker_spec
 
 log = logging.getLogger("avdnn.filters")
 
@@ -189,13 +190,20 @@ class TrackFilter(Filter):
             out = self.tracker.update(seen, time, self._image(frame))
             if det is None:
                 self.summary.add(out, frame.pts, frame.time)
+                self._tell_alive(frame)
                 return [frame]
         if out.pts != frame.pts:
             out = dataclasses.replace(out, pts=frame.pts)
         frame.side_data = frame.side_data.copy()
         frame.side_data.detections = out
         self.summary.add(out, frame.pts, frame.time)
+        self._tell_alive(frame)
         return [frame]
+
+    def _tell_alive(self, frame: Frame) -> None:
+        """The ids the tracker still holds, for zones, lines and events (their ``end`` is the tracker's drop)."""
+        if isinstance(self.tracker, ReportsAlive):
+            analytics_for(frame).alive = self.tracker.alive()
 
     def flush(self) -> list[Frame]:
         self._log_summary()

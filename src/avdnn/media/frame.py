@@ -35,9 +35,11 @@ class SideData:
     metadata: dict[str, str] = field(default_factory=dict)
     #: time.monotonic() when the frame left the input (the run's end-to-end latency starts there).
     arrival: float | None = None
+    #: Zone, line and event state (avdnn.events.FrameAnalytics); stages copy it before changing it.
+    analytics: Any = None
 
     def copy(self) -> SideData:
-        return SideData(self.detections, dict(self.metadata), self.arrival)
+        return SideData(self.detections, dict(self.metadata), self.arrival, self.analytics)
 
 
 class Frame:

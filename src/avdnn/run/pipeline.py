@@ -26,7 +26,7 @@ from avdnn.media.frame import Frame
 from avdnn.media.input.source import Source
 from avdnn.media.output.sink import Sink
 from avdnn.run.livequeue import DropQueue, queue_policy
-from avdnn.run.stats import COUNT_CHANGING, RunStats, StageStats
+from avdnn.run.stats import COUNT_CHANGING, RunStats, StageStats, stage_reports
 from avdnn.run.stop import current_stop
 from avdnn.run.threads import Channel, Writer, prefetch
 
@@ -62,6 +62,7 @@ class Pipeline:
         tail = _output_format_tail(sink)
         self.stages = build_stages(chain, tail=tail)
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
+        self.stats.reports = stage_reports(self.stages)  # zones, lines, event sinks (avdnn.events)
         self.stats.input_live = bool(getattr(source, "live", False))
         #: A live input's queue before the chain, with its drop policy (run.livequeue)
         self._queue: DropQueue[Frame] | None = None

@@ -22,7 +22,9 @@ stream must balance packet for packet.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
 from avdnn.errors import AvdnnError
 from avdnn.media.streams.sidepath import StreamStats
@@ -67,6 +69,32 @@ COUNT_CHANGING = frozenset(
         "field",
     }
 )
+
+
+@runtime_checkable
+class StageReport(Protocol):
+    """What a stage adds to the run's accounting beyond frames (avdnn.events: zone and line counts,
+    events by type, each event sink's published/buffered/dropped). Live: read it at any time."""
+
+    section: str  # "zones", "lines", "events", "sinks": the key in as_dict()
+
+    def summary_lines(self) -> list[str]: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+def stage_reports(stages: Iterable[object]) -> list[StageReport]:
+    """The reports of every stage that has some (a stage's ``reports()``)."""
+    out: list[StageReport] = []
+    for stage in stages:
+        reports = getattr(stage, "reports", None)
+        if reports is not None:
+            out += [r for r in reports() if isinstance(r, StageReport)]
+    return out
+
+
+#: The order of the report sections in the summary: the counts per zone and line end it.
+REPORT_SECTIONS = ("events", "sinks", "zones", "lines")
 
 
 @dataclass
@@ -150,6 +178,8 @@ class RunStats:
     input_dropped: dict[str, int] = field(default_factory=dict)
     #: Seconds from a frame leaving the input to the output taking it (run.latency).
     latency: Latency = field(default_factory=Latency)
+    #: The stages' own reports: events by type, event sinks' counters, zone and line counts (live).
+    reports: list[StageReport] = field(default_factory=list)
 
     @property
     def failures(self) -> dict[str, int]:
@@ -250,6 +280,9 @@ class RunStats:
             )
         for k, sub in enumerate(self.graph_inputs, start=1):
             bad += [f"graph input #{k}: {v}" for v in sub.violations()]
+        for report in self.reports:  # an event sink must account for every message it was given
+            check = getattr(report, "violations", None)
+            bad += check() if check is not None else []
         for st in self.streams if not self.output_failed else ():
             if st.codec == "copy":
                 accounted = st.packets_written + sum(st.dropped.values()) + sum(st.failed.values())
@@ -296,7 +329,21 @@ class RunStats:
         lines += [f"  accounting violation: {v}" for v in self.violations()]
         if self.error is not None:
             lines.append(f"  stopped by error: {self.error.oneline()}")
+        lines += self._report_lines()
         return "\n".join(lines)
+
+    def _report_lines(self) -> list[str]:
+        """The stages' reports, events and sinks first, the final counts per zone and line last."""
+        order = {name: i for i, name in enumerate(REPORT_SECTIONS)}
+        ranked = sorted(self.reports, key=lambda r: order.get(r.section, len(order)))
+        return [line for report in ranked for line in report.summary_lines()]
+
+    def reports_dict(self) -> dict[str, list[dict[str, Any]]]:
+        """The reports by section, for as_dict() (each entry the report's own as_dict())."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for report in self.reports:
+            out.setdefault(report.section, []).append(report.as_dict())
+        return out
 
     def _live_lines(self) -> list[str]:
         """A live input's reconnects and the run's latency (only for a live input)."""
@@ -347,4 +394,5 @@ class RunStats:
             "latency": self.latency.as_dict(),
             "violations": self.violations(),
             "error": None if self.error is None else {"code": self.error.code, "message": self.error.oneline()},
+            **self.reports_dict(),
         }

@@ -47,6 +47,15 @@ class Tracker(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsAlive(Protocol):
+    """A tracker that also says which confirmed ids it still holds (the events' ``end`` comes from it)."""
+
+    def alive(self) -> frozenset[int]:
+        """Confirmed track ids kept after the last ``update``, the ones lost but not yet dropped included."""
+        ...
+
+
 @dataclass(frozen=True)
 class TrackerSpec:
     """A row of the tracker table.
@@ -212,6 +221,7 @@ def create_tracker(name: str, frame_rate: float, **params: float) -> Tracker:
 __all__ = [
     "KNOWN_TRACKERS",
     "PARAMETERS",
+    "ReportsAlive",
     "Tracker",
     "TrackerSpec",
     "create_tracker",

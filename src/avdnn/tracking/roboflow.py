@@ -50,6 +50,7 @@ class RoboflowTracker:
             raise InvalidArgumentError(f"tracker '{spec.name}': {exc}", option="tracker") from exc
         self._ghost: Any = None
         self._last: dict[int, _Last] = {}
+        self._alive: frozenset[int] | None = None
         self._frame_size: tuple[int, int] = (0, 0)
         self._source = ""
 
@@ -70,6 +71,7 @@ class RoboflowTracker:
         if len(out):
             ids[np.asarray(out.data["avdnn_index"], dtype=np.intp)] = np.asarray(out.tracker_id, dtype=np.int32)
         self._ghost = None
+        self._alive = None
         self._frame_size, self._source = detections.frame_size, detections.source
         self._last = {
             int(t): (detections.labels[i], int(detections.class_id[i]), float(detections.confidence[i]))
@@ -77,6 +79,13 @@ class RoboflowTracker:
             if t >= 0
         }
         return detections.with_tracks(ids)
+
+    def alive(self) -> frozenset[int]:
+        """The confirmed ids the tracker still holds after the last update (lost ones included)."""
+        if self._alive is None:
+            ids = np.asarray(self.tracker.tracked_objects.tracker_id).tolist()
+            self._alive = frozenset(int(t) for t in ids if int(t) >= 0)
+        return self._alive
 
     def predict(self, time: float) -> Detections:
         if not self._last:

@@ -1,0 +1,82 @@
+"""What the zone, line and events filters share: option rows, a frame's time, class lists.
+
+A frame's time is its pts in seconds; a frame without pts counts at the stream's frame rate
+(the ``track`` filter's rule), so dwell times and cooldowns are stream time, not wall time: a
+file analysed at 10x real time gives the same numbers as the live camera.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from avdnn.errors import InvalidArgumentError
+from avdnn.events.geometry import ANCHOR_CONSTS, Points, anchor_name
+from avdnn.events.tracks import DEFAULT_LOST
+from avdnn.filters.options import Option
+from avdnn.media.frame import Frame
+
+ANCHOR = Option(
+    "anchor",
+    "int",
+    ANCHOR_CONSTS["bottom_center"],
+    0,
+    len(ANCHOR_CONSTS) - 1,
+    help="the point of a box that counts",
+    consts=ANCHOR_CONSTS,
+)
+CLASSES = Option("classes", "string", None, help="count only these labels: car|person (default: every label)")
+LOST = Option(
+    "lost",
+    "float",
+    DEFAULT_LOST,
+    0,
+    86400,
+    help="seconds unseen before an object is gone (only when no track filter says it dropped it)",
+)
+
+
+def classes(text: str | None) -> tuple[str, ...]:
+    return tuple(c.strip() for c in (text or "").split("|") if c.strip())
+
+
+def points(values: dict[str, object], label: str, *, at_least: int, at_most: int | None = None) -> Points:
+    text = values.get("points")
+    if not text:
+        shape = "X_Y|X_Y" if at_most == 2 else "X_Y|X_Y|X_Y..."
+        raise InvalidArgumentError(
+            f"no points given: points={shape} (pixels, or iw/ih expressions)", filter=label, option="points"
+        )
+    try:
+        return Points.parse(str(text), at_least=at_least, at_most=at_most)
+    except InvalidArgumentError as exc:
+        raise exc.with_context(filter=label) from None
+
+
+def anchor(values: dict[str, object]) -> str:
+    value = values.get("anchor", ANCHOR_CONSTS["bottom_center"])
+    return anchor_name(value if isinstance(value, int | str) else 0)
+
+
+def instance_name(label: str, fallback: str) -> str:
+    """``zone@bay`` -> ``bay``; no instance name -> ``fallback``."""
+    _, at, instance = label.partition("@")
+    return instance if at and instance else fallback
+
+
+class FrameClock:
+    """The time of each frame in seconds (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.rate: Fraction | None = None
+        self.count = 0
+
+    def __call__(self, frame: Frame) -> float:
+        t = frame.time
+        n, self.count = self.count, self.count + 1
+        if t is not None and math.isfinite(t):
+            return float(t)
+        return n / float(self.rate) if self.rate else n / 25.0
+
+
+__all__ = ["ANCHOR", "CLASSES", "LOST", "FrameClock", "anchor", "classes", "instance_name", "points"]
