@@ -1,6 +1,7 @@
 """The public Python API: ``run``/``open`` for one output, ``run_many``/``open_many`` for several.
 
-The CLI, ``avdnn batch`` and ``avdnn serve`` reach a run through these names only.
+The CLI, ``avdnn batch`` and ``avdnn serve`` reach a run through these names only
+(``fill_fields``: a filter-string template's fields filled as escaped option values).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from avdnn.api.single import (
     open_source,
     run,
 )
+from avdnn.graph.template import Filled, fill_fields
 
 __all__ = [
+    "Filled",
     "FrameStream",
     "Job",
     "MultiFrameStream",
@@ -25,6 +28,7 @@ __all__ = [
     "RunOptions",
     "StreamOptions",
     "dump_input",
+    "fill_fields",
     "keep_models",
     "open",
     "open_many",
