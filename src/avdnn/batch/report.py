@@ -4,7 +4,7 @@ Schema (docs/batch.md)::
 
     {"version": 1, "job": "<sha256>", "chain": "...", "output": "out/{stem}.mkv", "workers": 2,
      "address": null, "seconds": 12.3,
-     "totals": {"files": 8, "ok": 7, "failed": 1, "skipped": 0, "frames_read": 840,
+     "totals": {"files": 8, "ok": 7, "failed": 1, "skipped": 0, "unfinished": 0, "frames_read": 840,
                 "frames_written": 840, "frames_failed": 0, "retries": 0, "models_loaded": 2},
      "files": [{"input": "/data/a.mp4", "output": "/out/a.mkv", "status": "ok",
                 "frames_read": 120, "frames_written": 120, "frames_failed": {},
