@@ -67,7 +67,7 @@ class ChainWorker:
             task.input, task.output, "failed", node=self.node, host=self.host, pid=self.pid, attempts=attempt
         )
         try:
-            stats = self._run(task, resume)
+            stats = self._run(task, resume or attempt > 1)  # a retry may replace what its own last attempt renamed
         except AvdnnError as exc:
             if isinstance(exc, JOB_ERRORS):
                 return JobFailure(exc.oneline(), exc.code)
