@@ -151,10 +151,10 @@ def test_a_bug_in_one_file_fails_that_file_alone_with_its_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Buggy(ChainWorker):
-        def _run(self, task: FileTask, resume: bool) -> Any:
+        def _run(self, task: FileTask, *, replace_own: bool) -> Any:
             if os.path.basename(task.input) == "bug.mp4":
                 raise ZeroDivisionError("boom")
-            return super()._run(task, resume)
+            return super()._run(task, replace_own=replace_own)
 
     monkeypatch.setattr(driver, "ChainWorker", Buggy)
     src = clips()["carphone_distorted"]

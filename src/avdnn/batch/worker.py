@@ -67,7 +67,7 @@ class ChainWorker:
             task.input, task.output, "failed", node=self.node, host=self.host, pid=self.pid, attempts=attempt
         )
         try:
-            stats = self._run(task, resume or attempt > 1)  # a retry may replace what its own last attempt renamed
+            stats = self._run(task, replace_own=resume or attempt > 1)
         except AvdnnError as exc:
             if isinstance(exc, JOB_ERRORS):
                 return JobFailure(exc.oneline(), exc.code)
@@ -87,8 +87,10 @@ class ChainWorker:
         rep.models_loaded = self.keeper.loads - loads
         return rep
 
-    def _run(self, task: FileTask, resume: bool) -> Any:
-        entry = ledger.read(task.input, self.job, task.output, task.sidecars) if resume else None
+    def _run(self, task: FileTask, *, replace_own: bool) -> Any:
+        """``replace_own``: the files this job's ledger entry for the input names may be replaced
+        (``--resume``, or a retry: an attempt that died between its renames left them)."""
+        entry = ledger.read(task.input, self.job, task.output, task.sidecars) if replace_own else None
         files.refuse_existing(task.files, self.run_options.get("overwrite"), ours=entry.files if entry else ())
         tmp: dict[str, str] = {}
         try:
