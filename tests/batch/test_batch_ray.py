@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batch_util import CORPUS, clips, make_corpus, partials
+from batch_util import CORPUS, attempt_files, clips, make_corpus, partials
 from spine_util import run_cli
 from test_batch_plan import invert_model
 
@@ -126,10 +126,9 @@ def test_models_are_loaded_once_per_worker(tmp_path: Path) -> None:
 def _kill_first_writer(out: Path, done: threading.Event, killed: list[tuple[str, int]]) -> None:
     """SIGKILL the worker process named in the first temporary output that appears (it is mid-file)."""
     while not done.is_set():
-        for tmp in partials(out) if out.exists() else []:
-            stem, pid = tmp.name[1:].split(".")[:2]
-            os.kill(int(pid), signal.SIGKILL)
-            killed.append((stem, int(pid)))
+        for tmp, pid in attempt_files(out):
+            os.kill(pid, signal.SIGKILL)
+            killed.append((tmp.name.split(".")[0], pid))
             return
         time.sleep(0.005)
 

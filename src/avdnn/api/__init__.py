@@ -2,8 +2,9 @@
 
 The CLI, ``avdnn batch`` and ``avdnn serve`` reach a run through these names only: besides the
 ones :mod:`avdnn` exports, ``probe`` (an input without an output), ``command_jobs`` (the outputs
-of one command line sharing its ``-filter_complex``), and ``exit_status``/``status_of``/``NO_OUTPUT``
-(how a run's end reads as the process's exit status).
+of one command line sharing its ``-filter_complex``), ``exit_status``/``status_of``/``NO_OUTPUT``
+(how a run's end reads as the process's exit status) and ``fill_fields`` (a filter-string
+template's fields filled as escaped option values).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from avdnn.api.single import (
     probe,
     run,
 )
+from avdnn.graph.template import Filled, fill_fields
 from avdnn.run.exitstatus import NO_OUTPUT, exit_status, status_of
 
 __all__ = [
     "NO_OUTPUT",
+    "Filled",
     "FrameStream",
     "Job",
     "MultiFrameStream",
@@ -33,6 +36,7 @@ __all__ = [
     "command_jobs",
     "dump_input",
     "exit_status",
+    "fill_fields",
     "keep_models",
     "open",
     "open_many",

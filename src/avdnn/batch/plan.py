@@ -1,8 +1,9 @@
 """The corpus plan: inputs from paths and globs, one output per input from a template, the job's hash.
 
 Everything here runs on the driver before Ray is touched, so a bad template, two inputs that
-would write one output, or a glob that matches nothing fail at once with one line, before a
-cluster is started.
+would write one output, an output that is an input, or a glob that matches nothing fail at
+once with one line, before a cluster is started. Template fields in the chain are filled as
+escaped option values (:func:`avdnn.api.fill_fields`): a file name is never read as syntax.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from avdnn.api import fill_fields
 from avdnn.errors import InvalidArgumentError, NotFoundError
 
 #: The template fields, and what each is for an input ``/data/cams/a.mp4`` at index 3.
@@ -32,6 +34,13 @@ class FileTask:
     input: str
     output: str
     chain: str  # the job's chain with this file's template fields filled in (metadata_jsonl=file=...)
+    #: the files the chain's filters write for this input (absolute; written like the output)
+    sidecars: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """Every file this input writes: the output, then the sidecars."""
+        return (self.output, *self.sidecars)
 
 
 def expand_inputs(patterns: str | list[str]) -> list[str]:
@@ -74,30 +83,38 @@ def check_template(template: str) -> None:
         )
 
 
-def fill_chain(chain: str, values: dict[str, Any]) -> str:
-    """The chain with ``{stem}``-style fields replaced (literal tokens only: filter strings keep other braces)."""
-    for key in FIELDS:
-        chain = chain.replace("{" + key + "}", str(values[key]))
-    return chain
-
-
 def plan(inputs: list[str], template: str, chain: str) -> list[FileTask]:
-    """One task per input; two inputs naming the same output is an error naming both."""
+    """One task per input, its fields filled in the output template and the chain.
+
+    Every file written (outputs and the files the chain's filters write) must be distinct, and
+    none may be an input (ffmpeg: "Output ... same as Input"): each is an error naming both.
+    """
     check_template(template)
     tasks: list[FileTask] = []
+    sources = {os.path.realpath(p): p for p in inputs}
     seen: dict[str, str] = {}
     for i, path in enumerate(inputs):
         values = fields(path, i)
         out = os.path.abspath(template.format(**values))
-        if out in seen:
-            raise InvalidArgumentError(
-                f"inputs '{seen[out]}' and '{path}' would both write '{out}': "
-                "put {name}, {parent} or {index} in the output template"
-            )
-        if out == path:
-            raise InvalidArgumentError(f"output '{out}' is its own input", file=out)
-        seen[out] = path
-        tasks.append(FileTask(i, path, out, fill_chain(chain, values)))
+        filled = fill_fields(chain, values, place=os.path.abspath)
+        task = FileTask(i, path, out, filled.chain, filled.writes)
+        for written in task.files:
+            key = os.path.realpath(written)
+            if key in sources:
+                raise InvalidArgumentError(
+                    f"Output '{written}' same as Input '{sources[key]}': a batch never writes over an input",
+                    file=written,
+                )
+            if key in seen:
+                raise InvalidArgumentError(
+                    f"inputs '{seen[key]}' and '{path}' would both write '{written}': "
+                    "put {name}, {parent} or {index} in the output template and in the chain's file names"
+                    if seen[key] != path
+                    else f"input '{path}' would write '{written}' twice",
+                    file=written,
+                )
+            seen[key] = path
+        tasks.append(task)
     return tasks
 
 
@@ -106,23 +123,3 @@ def job_hash(chain: str, run_options: dict[str, Any]) -> str:
     options = {k: v for k, v in sorted(run_options.items()) if k not in NEUTRAL_OPTIONS}
     text = json.dumps({"chain": chain, "options": options}, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def partial_name(output: str, pid: int) -> str:
-    """The temporary name an output is written under, in its final directory.
-
-    Hidden, carrying the writer's pid (two attempts never share one), and ending with the
-    output's own extension so that the muxer guessed from the name is the final one's.
-    """
-    head, name = os.path.split(output)
-    stem, dot, ext = name.rpartition(".")
-    base, suffix = (stem, dot + ext) if stem else (name, "")
-    return os.path.join(head, f".{base}.{pid}.partial{suffix}")
-
-
-def stale_partials(output: str) -> list[str]:
-    """Temporary files that earlier attempts at ``output`` left (a worker killed mid-file)."""
-    head, name = os.path.split(output)
-    stem, dot, ext = name.rpartition(".")
-    base, suffix = (stem, dot + ext) if stem else (name, "")
-    return glob.glob(os.path.join(glob.escape(head), f".{glob.escape(base)}.*.partial{glob.escape(suffix)}"))

@@ -4,26 +4,29 @@ Schema (docs/batch.md)::
 
     {"version": 1, "job": "<sha256>", "chain": "...", "output": "out/{stem}.mkv", "workers": 2,
      "address": null, "seconds": 12.3,
-     "totals": {"files": 8, "ok": 7, "failed": 1, "skipped": 0, "frames_read": 840,
+     "totals": {"files": 8, "ok": 7, "failed": 1, "skipped": 0, "unfinished": 0, "frames_read": 840,
                 "frames_written": 840, "frames_failed": 0, "retries": 0, "models_loaded": 2},
      "files": [{"input": "/data/a.mp4", "output": "/out/a.mkv", "status": "ok",
                 "frames_read": 120, "frames_written": 120, "frames_failed": {},
                 "frames_dropped": {}, "error": null, "seconds": 1.4, "node": "<ray node id>",
                 "host": "gpu-07", "node_ip": "10.0.0.7", "pid": 4242, "attempts": 1, "models_loaded": 1}, ...]}
 
-``status`` is ``ok``, ``failed`` or ``skipped`` (finished by an earlier run of the same job,
-``--resume``). ``error`` is ``{"message": ..., "code": <AVERROR>}``; ``frames_failed`` maps
-each cause to its count, as the one-file run's accounting does.
+``status`` is ``ok``, ``failed``, ``skipped`` (finished by an earlier run of the same job,
+``--resume``) or ``unfinished`` (the run was interrupted before this file finished: Ctrl-C).
+``error`` is ``{"message": ..., "code": <AVERROR>}`` (a bug's also has ``"traceback"``; an
+unfinished file's has only the message); ``frames_failed`` maps each cause to its count, as the
+one-file run's accounting does. ``totals`` counts ``unfinished`` too.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Status = Literal["ok", "failed", "skipped"]
+from avdnn.batch.files import atomic_write
+
+Status = Literal["ok", "failed", "skipped", "unfinished"]
 SCHEMA_VERSION = 1
 
 
@@ -70,8 +73,8 @@ class BatchReport:
 
     @property
     def ok(self) -> bool:
-        """True when no input failed (what exit status 0 means)."""
-        return all(f.status != "failed" for f in self.files)
+        """True when every input succeeded or was skipped (what exit status 0 means)."""
+        return all(f.status in ("ok", "skipped") for f in self.files)
 
     @property
     def failed(self) -> list[FileReport]:
@@ -79,7 +82,7 @@ class BatchReport:
 
     @property
     def totals(self) -> dict[str, int]:
-        count = {s: sum(f.status == s for f in self.files) for s in ("ok", "failed", "skipped")}
+        count = {s: sum(f.status == s for f in self.files) for s in ("ok", "failed", "skipped", "unfinished")}
         return {
             "files": len(self.files),
             **count,
@@ -105,17 +108,15 @@ class BatchReport:
 
     def write(self, path: str) -> None:
         """Write the JSON report (under a temporary name, then renamed: never half a report)."""
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(self.as_dict(), fh, indent=1)
-            fh.write("\n")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(self.as_dict(), indent=1) + "\n")
 
     def summary(self) -> str:
         """The lines the CLI prints at the end: the totals, then one line per failed input."""
         t = self.totals
         lines = [
-            f"files: {t['files']}, ok {t['ok']}, failed {t['failed']}, skipped {t['skipped']}; "
+            f"files: {t['files']}, ok {t['ok']}, failed {t['failed']}, skipped {t['skipped']}"
+            + (f", unfinished {t['unfinished']}" if t["unfinished"] else "")
+            + "; "
             f"frames read {t['frames_read']}, written {t['frames_written']}, failed {t['frames_failed']}; "
             f"retries {t['retries']}; {self.seconds:.1f}s"
         ]

@@ -83,7 +83,7 @@ class MetadataJsonlFilter(Filter):
     name: ClassVar[str] = "metadata_jsonl"
     description: ClassVar[str] = "Write each frame's detections as JSON Lines (avdnn)."
     options: ClassVar[tuple[Option, ...]] = (
-        Option("file", "string", None, help="set file where to write the JSON lines (- = stdout)"),
+        Option("file", "string", None, help="set file where to write the JSON lines (- = stdout)", writes=True),
         Option("direct", "bool", False, 0, 1, help="flush after every line"),
         Option("summary", "bool", True, 0, 1, help="write one line per track at end of stream (avdnn)"),
     )

@@ -91,6 +91,9 @@ class Option:
     deprecated: bool = False
     #: values after which a bare ``:value`` belongs to this one (avdnn's ``model=zoo:NAME``)
     joins_bare: tuple[str, ...] = ()
+    #: the value is a path the filter writes (a corpus run names it per file and writes it
+    #: under a temporary name, as it does the output: avdnn.graph.template)
+    writes: bool = False
 
     def parse(self, text: str) -> Any:
         """The typed value of ``text``, or InvalidArgumentError/OutOfRangeError."""
