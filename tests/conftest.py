@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
-from spine_util import Result, clip_paths, ffmpeg_exe, run_cli, run_cli_subprocess
+from spine_util import Result, clip_paths, ffmpeg_exe, lossy_filter, run_cli, run_cli_subprocess
 
 
 @pytest.fixture(scope="session")
@@ -59,3 +59,10 @@ def register() -> Iterator[Callable[[type], type]]:
     yield add
     for name in names:
         unregister_filter(name)
+
+
+@pytest.fixture
+def lossy(register: Callable[[type], type]) -> str:
+    """``avdnn_lossy`` registered for the test (spine_util.lossy_filter); its name, for a chain."""
+    register(lossy_filter())
+    return "avdnn_lossy"

@@ -93,3 +93,32 @@ def run_cli_subprocess(argv: Sequence[str], *, timeout: float = 60) -> Result:
     """Run ``python -m avdnn argv`` as a child process."""
     proc = subprocess.run([sys.executable, "-m", "avdnn", *argv], capture_output=True, timeout=timeout, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
+
+
+def lossy_filter() -> type:
+    """An avdnn filter that swallows every third frame and says nothing: the bug the books must catch.
+
+    The lossy-stage twin of a test asserting ``check()`` on an early stop puts it in the chain
+    (as ``avdnn_lossy``); its ``check()`` must be False whatever the stop, since the filter can
+    hold no frame (``Filter.holding`` is 0) and so nothing it lost can pass for "in flight".
+    """
+    from avdnn.filters.base import Filter
+
+    class Lossy(Filter):
+        name = "avdnn_lossy"
+        description = "Loses every third frame silently (a test's lossy stage)."
+
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            self.n = 0
+
+        def filter(self, frame):  # type: ignore[no-untyped-def]
+            self.n += 1
+            return () if self.n % 3 == 0 else (frame,)
+
+    return Lossy
+
+
+def lost_in(violations: Sequence[str], stage: str = "avdnn_lossy") -> bool:
+    """Whether the books say ``stage`` lost frames (the lossy twin's expected violation)."""
+    return any(f"stage '{stage}' lost" in v for v in violations)

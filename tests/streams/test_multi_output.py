@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from spine_util import run_cli, run_ffmpeg
+from spine_util import lost_in, run_cli, run_ffmpeg
 
 import avdnn
 from avdnn.errors import ExternalError
@@ -201,7 +201,7 @@ def test_parse_refuses_an_input_after_an_output_and_trailing_options() -> None:
 # -- the API -------------------------------------------------------------------------------
 
 
-def test_run_many_gives_each_output_its_stats(clip: dict[str, str], tmp_path: Path) -> None:
+def test_run_many_gives_each_output_its_stats(clip: dict[str, str], tmp_path: Path, lossy: str) -> None:
     car, bbb = clip["carphone"], clip["bigbuckbunny"]
     jobs = [
         avdnn.Job(car, "hflip", output=str(tmp_path / "a.md5"), format="framemd5"),
@@ -210,6 +210,16 @@ def test_run_many_gives_each_output_its_stats(clip: dict[str, str], tmp_path: Pa
     report = avdnn.run_many(jobs)
     assert [o.stats.frames_written for o in report.outputs if o.stats] == [120, 12]
     assert report.check() and not report.failed
+    twin = avdnn.run_many(
+        [
+            avdnn.Job(car, "hflip", output=str(tmp_path / "a2.md5"), format="framemd5"),
+            avdnn.Job(
+                bbb, f"{lossy},scale=64:-2", output=str(tmp_path / "l.md5"), format="framemd5", frames=12, an=True
+            ),
+        ]
+    )
+    assert not twin.check() and lost_in(twin.violations()), twin.violations()  # the early-stopped lossy output
+    assert all(v.startswith("output #1") for v in twin.violations()), twin.violations()
     solo = avdnn.run(car, "hflip", output=str(tmp_path / "solo.md5"), format="framemd5")
     assert (tmp_path / "a.md5").read_bytes() == (tmp_path / "solo.md5").read_bytes()
     assert report[0] is not None and report[0].frames_read == solo.frames_read

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence, Sized
 from fractions import Fraction
 from typing import Any
 
@@ -62,6 +62,9 @@ class Pipeline:
         tail = _output_format_tail(sink)
         self.stages = build_stages(chain, tail=tail)
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
+        #: per stage, frames its current push/flush holds: given and not handed on yet, or the
+        #: frame of a push cut short by the stop (part of run.stats' bound on frames in flight)
+        self._undelivered = [0] * len(self.stages)
         self.stats.input_live = bool(getattr(source, "live", False))
         #: A live input's queue before the chain, with its drop policy (run.livequeue)
         self._queue: DropQueue[Frame] | None = None
@@ -121,7 +124,7 @@ class Pipeline:
                 converted = [frame]
             for one in converted:
                 st.frames_in += 1
-                yield from self._guarded(stage, st, stage.push, one)
+                yield from self._guarded(index, stage.push, one)
             if getattr(stage, "finished", False):
                 self._cut_short = True
                 break  # the stage takes no more input (trim reached its end): stop reading, as ffmpeg does
@@ -129,19 +132,23 @@ class Pipeline:
         # the frames before the failure first and raises on the next call, so nothing is lost.
         while True:
             flushed = 0
-            for out in self._guarded(stage, st, stage.flush):
+            for out in self._guarded(index, stage.flush):
                 flushed += 1
                 yield out
             if not flushed:
                 return
 
-    @staticmethod
-    def _guarded(stage: Any, st: StageStats, fn: Callable[..., Any], *args: Any) -> Iterator[Frame]:
-        """Frames from one push/flush, one at a time; a filter error is counted and re-raised."""
+    def _guarded(self, index: int, fn: Callable[..., Any], *args: Any) -> Iterator[Frame]:
+        """Frames from one push/flush of stage ``index``, one at a time; a filter error is counted
+        and re-raised. While they are handed on, the frames of the call not yet given are counted
+        (``_undelivered``): an early stop there leaves them in flight, not lost."""
+        stage, st = self.stages[index], self.stats.stages[index]
         before = sum(stage.failed.values())
         pts = getattr(args[0], "pts", None) if args else None  # the frame being pushed, if any
         try:
-            it = iter(fn(*args))
+            result = fn(*args)
+            left = len(result) if isinstance(result, Sized) else 0
+            it = iter(result)
             while True:
                 try:
                     out = next(it)
@@ -149,9 +156,16 @@ class Pipeline:
                     break
                 st.frames_out += 1
                 st.failed.update(stage.failed)
+                left = max(left - 1, 0)
+                self._undelivered[index] = left
                 yield out
-        except ExitRequestedError:
-            raise  # stopping early: the frame is unfinished, not failed
+            self._undelivered[index] = 0
+        except (ExitRequestedError, KeyboardInterrupt):
+            # stopping early (the output's limit, Ctrl-C): the frame being pushed is unfinished,
+            # not failed; it is in flight in this stage
+            if args:
+                self._undelivered[index] += 1
+            raise
         except AvdnnError as exc:
             exc.with_context(filter=stage.label, pts=pts)
             st.failed.update(stage.failed)
@@ -272,16 +286,25 @@ class Pipeline:
         return self.stats
 
     def _settle(self) -> None:
-        """Each stage's declarations at the end (run.stats): by-design drops, frames in flight."""
+        """Each stage's declarations at the end (run.stats): by-design drops, frames in flight.
+
+        After an early stop a stage may hold frames, but only as many as it can: those its last
+        call gave that were not handed on, plus what it keeps itself (:func:`_holding`).
+        """
         early = self.stats.error is not None or self._cut_short or not self._eof
-        for stage, st in zip(self.stages, self.stats.stages, strict=True):
+        for index, (stage, st) in enumerate(zip(self.stages, self.stats.stages, strict=True)):
             for cause, n in getattr(stage, "dropped", {}).items():
                 st.dropped[cause] = n
             if isinstance(stage, LavfiSegment):
                 design = any(spec.name in COUNT_CHANGING for spec in stage.specs)
             else:
                 design = bool(getattr(stage, "changes_count", False))
-            st.settle(changes_count=design, ended_early=early)
+            can_hold = 0
+            if early and not design and st.imbalance > 0:
+                can_hold = self._undelivered[index]
+                if st.imbalance > can_hold:
+                    can_hold += _holding(stage)
+            st.settle(changes_count=design, ended_early=early, can_hold=can_hold)
 
     def report(self) -> None:
         """Log every accounting violation as a warning naming the stage (tests assert check())."""
@@ -306,7 +329,7 @@ class Pipeline:
         try:
             sink.write(frame, rate)
         except AvdnnError as exc:
-            self.stats.output_failed[exc.message] = 1
+            self.stats.output_failed[exc.message] = self.stats.output_failed.get(exc.message, 0) + 1
             raise
         if frame.side_data.arrival is not None:
             self.stats.latency.add(time.monotonic() - frame.side_data.arrival)
@@ -391,6 +414,23 @@ class Pipeline:
         self.source.close()
         if first is not None and (self.stats.error is None or self.stats.error is first):
             raise first
+
+
+def _holding(stage: Any) -> int:
+    """The frames a stage keeps after an early stop: counted, never inferred from its books.
+
+    An avdnn filter says so itself (``Filter.holding``: a DNN filter's tasks not yet returned).
+    A libavfilter segment's graph is flushed and what it gives back is counted (the frames a
+    filter with look-ahead, such as ``tmix`` or ``deflicker``, had buffered); they are discarded,
+    as ffmpeg discards them when it stops early.
+    """
+    if isinstance(stage, LavfiSegment):
+        try:
+            return len(stage.flush())
+        except AvdnnError:  # the graph failed: nothing can be counted in it
+            return 0
+    held = getattr(stage, "holding", 0)
+    return held if isinstance(held, int) else 0
 
 
 def _output_format_tail(sink: Sink | None) -> list[FilterSpec]:
