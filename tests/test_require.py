@@ -16,7 +16,7 @@ from spine_util import REQUIRE_ENV, missing, required, skip_kind
 
 TESTS = Path(__file__).resolve().parent
 
-SCRATCH = '''
+SCRATCH = """
 import pytest
 from spine_util import missing
 
@@ -41,7 +41,7 @@ def oracle():
 
 def test_needs_the_oracle(oracle):
     pass
-'''
+"""
 
 
 def _run(tmp_path: Path, require: str | None) -> str:
