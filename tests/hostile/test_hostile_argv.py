@@ -71,9 +71,9 @@ _NUMBERS = st.one_of(
 
 def _ffmpeg_frames(ffmpeg: str, value: str) -> int | None:
     """How many of 50 frames the oracle writes with ``-frames:v value`` (None: it refuses the value)."""
+    source = ["-f", "lavfi", "-i", "nullsrc=s=16x16:r=100:d=0.5"]
     proc = subprocess.run(
-        [ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", "-f", "lavfi", "-i", "nullsrc=s=16x16:r=100:d=0.5"]
-        + ["-frames:v", value, "-f", "framecrc", "-"],
+        [ffmpeg, "-hide_banner", "-loglevel", "error", "-nostdin", *source, "-frames:v", value, "-f", "framecrc", "-"],
         capture_output=True,
         timeout=60,
         check=False,
