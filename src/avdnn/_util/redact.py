@@ -43,8 +43,9 @@ __all__ = [
 
 MASK = "***"
 
-#: A URL inside free text: scheme://, then anything up to white space or a quote.
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
+#: A URL inside free text: scheme://, its authority up to white space or the path (a quote there
+#: may be part of a password: ``rtsp://u:p'w@h``), then anything up to white space or a quote.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#]*[^\s'\"<>]*")
 #: Parameter and header names that are secrets whole (compared lower-cased, ``-`` read as ``_``).
 _SECRET_NAMES = frozenset(
     {
