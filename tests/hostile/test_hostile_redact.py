@@ -72,10 +72,8 @@ def test_any_url_urlsplit_reads_with_a_password_loses_it(a: str, b: str, c: str)
     assert urlsplit(shown).password == MASK and urlsplit(shown).netloc.rpartition("@")[0] == f"{user}:{MASK}"
 
 
-_name = st.sampled_from(
-    ["token", "passphrase", "sig", "signature", "auth_key", "access_key", "X-Amz-Signature", "X-Amz-Credential"]
-    + ["channel", "pkt_size", "mode", "latency", "n"]
-)
+_SECRETS = ["token", "passphrase", "sig", "signature", "auth_key", "access_key", "X-Amz-Signature", "X-Amz-Credential"]
+_name = st.sampled_from([*_SECRETS, "channel", "pkt_size", "mode", "latency", "n"])
 _value = st.text(_CHARS.filter(lambda c: c not in "&=#"), min_size=1, max_size=10)
 
 

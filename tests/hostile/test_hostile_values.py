@@ -24,7 +24,7 @@ from avdnn.media.timing import parse_time
 from avdnn.media.values import parse_size
 
 _any_text = st.text(st.characters(exclude_categories=["Cs"]) | st.sampled_from(["\x00", "\udcff"]), max_size=16)
-_time_text = st.text(st.sampled_from("0123456789:.-+ smu٥"), max_size=12)
+_time_text = st.text(st.sampled_from("0123456789:.-+ smu\u0665"), max_size=12)
 
 
 def _av_parse_time(text: str) -> int | None:
@@ -43,7 +43,7 @@ def _av_parse_time(text: str) -> int | None:
 @example(".5")
 @example("5 ")
 @example("+5")
-@example("٥")
+@example("\u0665")  # an Arabic-Indic five: a digit to Python, not to av_parse_time
 @example("99999999999999999999")
 def test_a_duration_is_read_as_ffmpeg_reads_it(text: str) -> None:
     try:
