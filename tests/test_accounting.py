@@ -244,12 +244,17 @@ def test_ctrl_c_finishes_the_output_and_exits_255(tmp_path: Path) -> None:
         str(out),
     ]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while (not out.exists() or out.stat().st_size < 20_000) and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1]
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 60
+        while (not out.exists() or out.stat().st_size < 20_000) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[1]
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:  # a run that did not end is ended, and its pipe closed: nothing leaks into the next test
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 255, err
     assert "Exiting normally, received signal 2." in err
     assert "frames: read" in err and "Traceback" not in err

@@ -124,7 +124,10 @@ def test_stats_balance() -> None:
     assert stats.frames_read == stats.frames_written == 10
     assert stats.frames_failed == 0 and stats.failures == {} and stats.frames_dropped == {}
     assert stats.check()
-    assert json.dumps(stats.as_dict())
+    shown = json.loads(json.dumps(stats.as_dict()))  # plain JSON, and what it says
+    assert (shown["frames_read"], shown["frames_written"], shown["frames_failed"]) == (10, 10, 0)
+    assert shown["failures"] == {} and shown["frames_dropped"] == {} and shown["frames_unfinished"] == {}
+    assert shown["violations"] == [] and shown["error"] is None and shown["input"]["frames_decoded"] == 10
 
 
 def test_fps_drops_are_accounted() -> None:

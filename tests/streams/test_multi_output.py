@@ -330,12 +330,35 @@ def test_open_many_isolates_a_failed_source(clip: dict[str, str], tmp_path: Path
     assert info.value.failed[0].name == "stream #0" and missing in str(info.value)
 
 
-def test_open_many_stops_early() -> None:
+def test_open_many_stops_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both sources give frames; closing early ends both runs, joins their threads, closes their inputs."""
+    import threading
+
+    from avdnn.media.input.source import Source
+
+    opened: list[Source] = []
+    closed: set[int] = set()
+    real_init, real_close = Source.__init__, Source.close
+
+    def init(self: Source, *args: object, **kwargs: object) -> None:
+        opened.append(self)
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def close(self: Source) -> None:
+        closed.add(id(self))
+        real_close(self)
+
+    monkeypatch.setattr(Source, "__init__", init)
+    monkeypatch.setattr(Source, "close", close)
     frames = avdnn.open_many([("testsrc=d=100", ""), ("testsrc=d=100", "hflip")], input_format="lavfi", depth=2)
+    seen: list[int] = []
     with frames:
-        first = [next(frames)[0] for _ in range(10)]
-    assert set(first) <= {0, 1}
+        while set(seen) != {0, 1} and len(seen) < 500:  # each source has 2500 frames: both come long before
+            seen.append(next(frames)[0])
+    assert set(seen) == {0, 1}, seen
     assert all(s is not None and s.stopped_early for s in (frames.stats[0], frames.stats[1]))
+    assert not [t.name for t in threading.enumerate() if t.name.startswith(("avdnn-stream-", "avdnn-decode"))]
+    assert len(opened) == 2 and {id(s) for s in opened} <= closed  # every input closed
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "multistream.md"
