@@ -26,7 +26,8 @@ from avdnn.media.frame import Frame
 from avdnn.media.input.source import Source
 from avdnn.media.output.sink import Sink
 from avdnn.run.livequeue import DropQueue, queue_policy
-from avdnn.run.stats import COUNT_CHANGING, RunStats, StageStats
+from avdnn.run.settle import settle_stages
+from avdnn.run.stats import RunStats, StageStats
 from avdnn.run.stop import current_stop
 from avdnn.run.threads import Channel, Writer, prefetch
 
@@ -286,25 +287,9 @@ class Pipeline:
         return self.stats
 
     def _settle(self) -> None:
-        """Each stage's declarations at the end (run.stats): by-design drops, frames in flight.
-
-        After an early stop a stage may hold frames, but only as many as it can: those its last
-        call gave that were not handed on, plus what it keeps itself (:func:`_holding`).
-        """
+        """Each stage's declarations at the end (run.settle): by-design drops, frames in flight."""
         early = self.stats.error is not None or self._cut_short or not self._eof
-        for index, (stage, st) in enumerate(zip(self.stages, self.stats.stages, strict=True)):
-            for cause, n in getattr(stage, "dropped", {}).items():
-                st.dropped[cause] = n
-            if isinstance(stage, LavfiSegment):
-                design = any(spec.name in COUNT_CHANGING for spec in stage.specs)
-            else:
-                design = bool(getattr(stage, "changes_count", False))
-            can_hold = 0
-            if early and not design and st.imbalance > 0:
-                can_hold = self._undelivered[index]
-                if st.imbalance > can_hold:
-                    can_hold += _holding(stage)
-            st.settle(changes_count=design, ended_early=early, can_hold=can_hold)
+        settle_stages(self.stages, self.stats.stages, self._undelivered, ended_early=early)
 
     def report(self) -> None:
         """Log every accounting violation as a warning naming the stage (tests assert check())."""
@@ -414,23 +399,6 @@ class Pipeline:
         self.source.close()
         if first is not None and (self.stats.error is None or self.stats.error is first):
             raise first
-
-
-def _holding(stage: Any) -> int:
-    """The frames a stage keeps after an early stop: counted, never inferred from its books.
-
-    An avdnn filter says so itself (``Filter.holding``: a DNN filter's tasks not yet returned).
-    A libavfilter segment's graph is flushed and what it gives back is counted (the frames a
-    filter with look-ahead, such as ``tmix`` or ``deflicker``, had buffered); they are discarded,
-    as ffmpeg discards them when it stops early.
-    """
-    if isinstance(stage, LavfiSegment):
-        try:
-            return len(stage.flush())
-        except AvdnnError:  # the graph failed: nothing can be counted in it
-            return 0
-    held = getattr(stage, "holding", 0)
-    return held if isinstance(held, int) else 0
 
 
 def _output_format_tail(sink: Sink | None) -> list[FilterSpec]:
