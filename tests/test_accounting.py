@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from spine_util import run_cli
+from spine_util import lost_in, run_cli
 
 import avdnn
 from avdnn.filters.base import Filter
@@ -117,6 +117,43 @@ def test_a_lavfi_segment_without_count_changing_filters_must_balance() -> None:
     assert strict.imbalance == 3  # not balanced away as "dropped 3"
 
 
+def test_in_flight_is_bounded_by_what_the_stage_could_hold() -> None:
+    """An early stop no longer books any difference as in flight: only what the stage could hold."""
+    from avdnn.run.stats import RunStats, StageStats
+
+    held = StageStats("dnn_detect", frames_in=10, frames_out=6)
+    held.settle(changes_count=False, ended_early=True, can_hold=4)  # its 4 tasks in flight
+    assert held.imbalance == 0 and held.in_flight == 4
+    lossy = StageStats("lossy", frames_in=10, frames_out=3)
+    lossy.settle(changes_count=False, ended_early=True, can_hold=4)
+    assert lossy.in_flight == 4 and lossy.imbalance == 3
+    (problem,) = RunStats(frames_read=10, stages=[lossy]).violations()
+    assert "stage 'lossy' lost 3 frame(s)" in problem and "in flight 4 (it could hold 4)" in problem
+    nothing = StageStats("hflip", frames_in=10, frames_out=9)
+    nothing.settle(changes_count=False, ended_early=True)  # a stage that keeps nothing: lost
+    assert nothing.imbalance == 1 and nothing.in_flight == 0
+
+
+def test_output_failures_are_counted_not_assigned() -> None:
+    """Two frames the output refused for the same cause are two failures (it once said 1)."""
+    from types import SimpleNamespace
+
+    from avdnn.errors import IOFailureError
+    from avdnn.run.pipeline import Pipeline
+    from avdnn.run.stats import RunStats
+
+    class _Full:
+        def write(self, frame: object, rate: object) -> None:
+            raise IOFailureError("No space left on device")
+
+    runner = SimpleNamespace(stats=RunStats())
+    for _ in range(2):
+        with pytest.raises(IOFailureError):
+            Pipeline._write(runner, _Full(), None, (object(), None))  # type: ignore[arg-type]
+    assert runner.stats.output_failed == {"No space left on device": 2}
+    assert runner.stats.failures == {"output: No space left on device": 2} and runner.stats.frames_failed == 2
+
+
 def test_a_bug_in_a_filter_keeps_its_type(filters: None, tmp_path: Path) -> None:
     out = tmp_path / "o.mkv"
     with pytest.raises(AttributeError, match="no_such_attribute") as info:
@@ -154,6 +191,41 @@ def test_keyboard_interrupt_inside_a_filter_stays_an_interrupt(tmp_path: Path, r
     assert info.value.stats.frames_written == 2  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("lossy_first", [False, True])
+def test_ctrl_c_books_balance_unless_a_stage_lost_frames(
+    tmp_path: Path,
+    register,  # type: ignore[no-untyped-def]
+    lossy: str,
+    lossy_first: bool,
+) -> None:
+    """Ctrl-C is an early stop too: the books balance, and a lossy stage (the twin) still shows."""
+
+    class _Stop(Filter):
+        name = "avdnn_test_ctrl_c_books"
+        description = "Ctrl-C on its frame 6."
+
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*args, **kwargs)
+            self.n = 0
+
+        def filter(self, frame: Frame) -> Sequence[Frame]:
+            self.n += 1
+            if self.n == 6:
+                raise KeyboardInterrupt
+            return (frame,)
+
+    register(_Stop)
+    chain = f"{lossy},avdnn_test_ctrl_c_books" if lossy_first else "avdnn_test_ctrl_c_books"
+    with pytest.raises(KeyboardInterrupt) as info:
+        avdnn.run("testsrc=s=64x48:d=1", chain, input_format="lavfi", output=str(tmp_path / "o.mkv"))
+    stats = info.value.stats  # type: ignore[attr-defined]
+    assert stats.frames_written == 5
+    if lossy_first:
+        assert not stats.check() and lost_in(stats.violations()), stats.summary()
+    else:
+        assert stats.check(), stats.summary()
+
+
 def test_ctrl_c_finishes_the_output_and_exits_255(tmp_path: Path) -> None:
     out = tmp_path / "interrupted.mkv"
     cmd = [
@@ -172,12 +244,17 @@ def test_ctrl_c_finishes_the_output_and_exits_255(tmp_path: Path) -> None:
         str(out),
     ]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while (not out.exists() or out.stat().st_size < 20_000) and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[1]
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 60
+        while (not out.exists() or out.stat().st_size < 20_000) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[1]
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:  # a run that did not end is ended, and its pipe closed: nothing leaks into the next test
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 255, err
     assert "Exiting normally, received signal 2." in err
     assert "frames: read" in err and "Traceback" not in err
@@ -195,6 +272,17 @@ def test_streams_are_counted_per_stream(clip: dict[str, str], tmp_path: Path) ->
     assert audio.packets_written == 18  # up to where the video ended (ffmpeg writes the same 18)
     assert audio.packets_read == audio.packets_written + sum(audio.dropped.values())
     assert "stream 0:1 audio" in stats.summary()
+
+
+def test_streams_are_counted_and_a_lossy_stage_is_caught_after_frames_v(
+    clip: dict[str, str], tmp_path: Path, lossy: str
+) -> None:
+    """The twin of the test above: -frames:v stops early, and the lost frames stay lost."""
+    stats = avdnn.run(
+        clip["bigbuckbunny"], lossy, output=str(tmp_path / "o.mkv"), audio_codec="copy", frames=10, codec="ffv1"
+    )
+    assert stats.frames_written == 10 and stats.stopped_early
+    assert not stats.check() and lost_in(stats.violations()), stats.summary()
 
 
 def test_option_errors_before_anything_is_opened(tmp_path: Path) -> None:
@@ -215,6 +303,16 @@ def test_the_chain_stops_reading_when_the_output_trim_ends(clip: dict[str, str],
     stats = avdnn.run(clip["bigbuckbunny"], "hflip", output=str(out), format="framemd5", recording_time=2, an=True)
     assert stats.frames_written == 50 and stats.check(), stats.violations()
     assert stats.frames_read <= 50 + 8, stats.summary()
+
+
+def test_a_lossy_stage_before_the_output_trim_is_caught(clip: dict[str, str], tmp_path: Path, lossy: str) -> None:
+    """The twin: the trim cuts the run short (an early stop for the stages before it)."""
+    out = tmp_path / "t.md5"
+    stats = avdnn.run(
+        clip["bigbuckbunny"], f"{lossy},hflip", output=str(out), format="framemd5", recording_time=2, an=True
+    )
+    assert stats.frames_written == 34 and stats.frames_read < 132  # 2 s of a third less frames; stopped there
+    assert not stats.check() and lost_in(stats.violations()), stats.summary()
 
 
 @pytest.mark.parametrize("source_options", [{}, {"live_queue": 4}])

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from spine_util import run_ffmpeg
+from spine_util import lost_in, run_ffmpeg
 
 import avdnn
 from avdnn.filters.base import Filter
@@ -92,6 +92,12 @@ def test_frames_limit_closes_cleanly() -> None:
     assert limited.stats.frames_read <= 3 + QUEUE_DEPTH + 2
 
 
+def test_frames_limit_with_a_lossy_stage_fails_the_check(lossy: str) -> None:
+    limited = _lavfi(f"{lossy},format=gray", graph="testsrc=s=32x32:d=10", frames=3)
+    assert len(list(limited)) == 3 and limited.stats.stopped_early
+    assert not limited.stats.check() and lost_in(limited.stats.violations()), limited.stats.summary()
+
+
 def test_stream_close_early() -> None:
     with _lavfi("format=gray", graph="testsrc=s=32x32:d=10") as stream:
         for i, _ in enumerate(stream):
@@ -102,6 +108,15 @@ def test_stream_close_early() -> None:
     assert stats.check(), stats.summary()
 
 
+def test_stream_close_early_with_a_lossy_stage(lossy: str) -> None:
+    with _lavfi(f"{lossy},format=gray", graph="testsrc=s=32x32:d=10") as stream:
+        for i, _ in enumerate(stream):
+            if i == 4:
+                break
+    assert stream.stats.frames_written == 5 and stream.stats.stopped_early
+    assert not stream.stats.check() and lost_in(stream.stats.violations()), stream.stats.summary()
+
+
 def test_stats_balance() -> None:
     stream = _lavfi("scale=16:16,format=gray", graph="testsrc=s=32x32:d=0.4")
     assert len(list(stream)) == 10
@@ -109,7 +124,10 @@ def test_stats_balance() -> None:
     assert stats.frames_read == stats.frames_written == 10
     assert stats.frames_failed == 0 and stats.failures == {} and stats.frames_dropped == {}
     assert stats.check()
-    assert json.dumps(stats.as_dict())
+    shown = json.loads(json.dumps(stats.as_dict()))  # plain JSON, and what it says
+    assert (shown["frames_read"], shown["frames_written"], shown["frames_failed"]) == (10, 10, 0)
+    assert shown["failures"] == {} and shown["frames_dropped"] == {} and shown["frames_unfinished"] == {}
+    assert shown["violations"] == [] and shown["error"] is None and shown["input"]["frames_decoded"] == 10
 
 
 def test_fps_drops_are_accounted() -> None:
@@ -163,6 +181,12 @@ def test_output_frames_limit(tmp_path: Path) -> None:
     assert stats.frames_written == 4 and stats.check(), stats.summary()
     with av.open(str(out)) as container:
         assert sum(1 for _ in container.decode(video=0)) == 4
+
+
+def test_output_frames_limit_with_a_lossy_stage(tmp_path: Path, lossy: str) -> None:
+    stats = _lavfi(lossy, graph="testsrc=s=32x32:d=10", output=str(tmp_path / "limited.mkv"), frames=4)
+    assert stats.frames_written == 4 and stats.stopped_early
+    assert not stats.check() and lost_in(stats.violations()), stats.summary()
 
 
 def test_missing_input_raises_not_found() -> None:

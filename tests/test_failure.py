@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from spine_util import run_cli
+from spine_util import lost_in, run_cli
 
 import avdnn
 from avdnn.errors import ExternalError
@@ -58,6 +58,10 @@ class _Pairs(Filter):
             out, self.held = self.held, []
             return out
         return ()
+
+    @property
+    def holding(self) -> int:
+        return len(self.held)  # what an early stop leaves in flight here, and no more
 
     def flush(self) -> Sequence[Frame]:
         type(self).flushed += 1
@@ -127,6 +131,20 @@ def test_api_failure_raises_with_stats(tmp_path: Path, boom: type[Filter]) -> No
     assert _decoded(out) == K
 
 
+def test_api_failure_with_a_lossy_stage_fails_the_check(tmp_path: Path, boom: type[Filter], lossy: str) -> None:
+    """The twin: the same error stop, a stage that loses frames before it; not balanced away."""
+    with pytest.raises(ExternalError) as info:
+        avdnn.run(
+            "testsrc=s=64x48:d=1",
+            f"{lossy},avdnn_test_boom,scale=32:32",
+            input_format="lavfi",
+            output=str(tmp_path / "o.mkv"),
+        )
+    stats = info.value.stats
+    assert stats.stopped_early or stats.error is not None
+    assert not stats.check() and lost_in(stats.violations()), stats.summary()
+
+
 def test_api_failure_while_iterating(boom: type[Filter]) -> None:
     stream = avdnn.run("testsrc=s=64x48:d=1", "avdnn_test_boom", input_format="lavfi")
     got = []
@@ -137,6 +155,15 @@ def test_api_failure_while_iterating(boom: type[Filter]) -> None:
     assert stream.stats.error is not None
     assert stream.stats.frames_written == K
     assert stream.stats.check(), stream.stats.summary()
+
+
+def test_api_failure_while_iterating_with_a_lossy_stage(boom: type[Filter], lossy: str) -> None:
+    stream = avdnn.run("testsrc=s=64x48:d=1", f"{lossy},avdnn_test_boom", input_format="lavfi")
+    with pytest.raises(ExternalError, match="model runtime exploded"):
+        for _ in stream:
+            pass
+    assert stream.stats.error is not None
+    assert not stream.stats.check() and lost_in(stream.stats.violations()), stream.stats.summary()
 
 
 def test_early_stop_closes_a_holding_filter_once(pairs: type[_Pairs]) -> None:
@@ -172,3 +199,40 @@ def test_early_stop_in_the_api(pairs: type[_Pairs]) -> None:
     assert len(list(stream)) == 3
     assert pairs.closed == 1
     assert stream.stats.check(), stream.stats.summary()
+
+
+def test_early_stop_in_the_api_with_a_lossy_stage(pairs: type[_Pairs], lossy: str) -> None:
+    stream = avdnn.run("testsrc=s=32x32:d=10", f"{lossy},avdnn_test_pairs", input_format="lavfi", frames=3)
+    assert len(list(stream)) == 3 and stream.stats.stopped_early
+    assert not stream.stats.check() and lost_in(stream.stats.violations()), stream.stats.summary()
+
+
+def test_a_holding_filter_that_holds_more_than_it_says_is_caught(pairs: type[_Pairs], boom: type[Filter]) -> None:
+    """In flight is bounded by what the stage says it holds: one frame more is a violation.
+
+    avdnn_test_boom passes frames 0..4 and fails on 5; the pairs filter after it has given (0, 1)
+    and (2, 3) and holds frame 4 when the error stops the run."""
+
+    class _Underclaims(_Pairs):
+        name = "avdnn_test_underclaims"
+
+        @property
+        def holding(self) -> int:
+            return 0
+
+    from avdnn.filters.registry import filter_class, unregister_filter
+
+    runs = {}
+    filter_class(_Underclaims)
+    try:
+        for name in ("avdnn_test_pairs", "avdnn_test_underclaims"):
+            stream = avdnn.run("testsrc=s=32x32:d=1", f"avdnn_test_boom,{name}", input_format="lavfi")
+            with pytest.raises(ExternalError):
+                assert len(list(stream)) == 4
+            runs[name] = stream.stats
+    finally:
+        unregister_filter("avdnn_test_underclaims")
+    fair = runs["avdnn_test_pairs"]
+    assert fair.check() and fair.frames_unfinished["avdnn_test_pairs"] == 1, fair.summary()
+    under = runs["avdnn_test_underclaims"]
+    assert not under.check() and lost_in(under.violations(), "avdnn_test_underclaims"), under.summary()

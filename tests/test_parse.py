@@ -38,6 +38,7 @@ PARSE_CASES = [
     (" \t\n\r ", []),
     ("null", [S("null")]),
     ("scale=", [S("scale", "")]),
+    ("scale=1:2;", [S("scale", "1:2")]),  # a trailing ';' ends the one chain (ffmpeg 9.0.2; 5.1 refused it)
     ("scale=   ", [S("scale", "")]),
     ("scale=w=iw/2:h=-1", [S("scale", "w=iw/2:h=-1")]),
     ("  scale = 320:240 ,\n format=gray  ", [S("scale", "320:240"), S("format", "gray")]),
@@ -81,7 +82,6 @@ def test_parse_chain(text: str, expected: list[FilterSpec]) -> None:
 
 PARSE_ERRORS = [
     ("scale;format", "-filter_complex"),
-    ("scale=1:2;", "-filter_complex"),
     ("sws_flags=bicubic;scale=1:2", "sws_flags"),
     ("[a]scale", "-filter_complex"),
     ("[in][x]scale", "-filter_complex"),

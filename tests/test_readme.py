@@ -64,7 +64,42 @@ def test_readme_python_examples_run(clip: dict[str, str], tmp_path: Path, monkey
     monkeypatch.chdir(tmp_path)
     (tmp_path / "out").mkdir()
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-    assert len(blocks) >= 2
-    for code in blocks:
-        with contextlib.redirect_stdout(io.StringIO()):
+    assert len(blocks) == len(PRINTS)
+    for code, check in zip(blocks, PRINTS, strict=True):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
             exec(compile(code, str(README), "exec"), {})
+        printed = out.getvalue()
+        assert "accounting violation" not in printed, printed
+        check(printed.splitlines())
+
+
+def _faces(lines: list[str]) -> None:
+    """``1 ('face',) 30``: a face in the 30th frame of carphone, 30 frames written."""
+    (line,) = lines
+    m = re.fullmatch(r"(\d+) \('face',(?: 'face',)*\) 30", line)
+    assert m and int(m.group(1)) >= 1, line
+
+
+def _frames_and_stats(lines: list[str]) -> None:
+    """Five 320-wide RGB frames with their pts and times, then the books of two runs."""
+    times = ["0.0", "0.04", "0.08", "0.12", "0.16"]  # pts 512 apart in 1/12800: 25 fps
+    assert lines[:5] == [f"{512 * k} {t} (180, 320, 3)" for k, t in enumerate(times)], lines[:5]
+    assert re.fullmatch(r"\d+ 25 0 \{\}", lines[5]), lines[5]  # read, written (1 s at 25 fps), failed, failures
+    text = "\n".join(lines[6:])
+    assert "written 25, failed 0" in text and "stream 0:1 audio" in text
+    assert re.search(r"frames: read \d+, written 10, failed 0", text), text
+
+
+def _many(lines: list[str]) -> None:
+    """run_many's two outputs, then open_many's frames: each source whole and in its own order."""
+    text = "\n".join(lines)
+    assert "output #0 'out/try_a.mkv'" in text and "frames: read 120, written 120, failed 0" in text
+    assert "output #1 'out/try_b.mkv'" in text and re.search(r"frames: read \d+, written 25, failed 0", text)
+    rows = [tuple(map(int, line.split())) for line in lines if re.fullmatch(r"[01] \d+", line)]
+    assert [pts for k, pts in rows if k == 0] == [1001 * n for n in range(120)]
+    assert [pts for k, pts in rows if k == 1] == [512 * n for n in range(10)]
+
+
+#: what each README python block prints, checked in order
+PRINTS = [_faces, _frames_and_stats, _many]

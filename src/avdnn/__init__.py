@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any as _Any
 
+from avdnn._util import redact as _redact
 from avdnn.api import (
     FrameStream,
     Job,
@@ -44,6 +45,9 @@ from avdnn.run.stats import RunStats
 from avdnn.tracking import TrackSummary
 
 __version__ = "0.1.0"
+
+# every record of the avdnn and libav loggers is redacted when made, whoever handles it (_util.redact)
+_redact.install()
 
 
 def __getattr__(name: str) -> _Any:

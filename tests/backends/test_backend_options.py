@@ -53,7 +53,7 @@ def test_openvino_precision_defaults_to_f32(net_path) -> None:  # type: ignore[n
 def test_openvino_streams_follow_nireq(net_path) -> None:  # type: ignore[no-untyped-def]
     """nireq parallel requests get parallel streams; sync (nireq 1) keeps OpenVINO's one stream."""
     if (os.cpu_count() or 1) < 2:
-        pytest.skip("one core: OpenVINO makes one stream whatever is asked")
+        pytest.skip("hardware: one core: OpenVINO makes one stream whatever is asked")
     path = net_path("openvino", "conv")
     assert int(_load("openvino", path, nireq=1)._compiled.get_property("NUM_STREAMS")) == 1
     two = _load("openvino", path, nireq=2)._compiled

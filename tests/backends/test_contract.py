@@ -213,7 +213,9 @@ def test_wrong_tensor_names(fmt: str, net_path: NetPath) -> None:
     path = net_path(fmt, "identity")
     cls = registry.backend_class(backend(fmt))
     if backend(fmt) == "torch":
-        pytest.skip("TorchScript has no tensor names; FFmpeg's torch backend ignores them with a warning")
+        pytest.skip(
+            "not applicable: TorchScript has no tensor names; FFmpeg's torch backend ignores them with a warning"
+        )
     with pytest.raises(InvalidArgumentError) as info:
         cls.load(ModelConfig(path=path, input_name="nope"))
     assert "nope" in info.value.message

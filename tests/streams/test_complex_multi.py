@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spine_util import run_cli, run_ffmpeg
+from spine_util import lost_in, run_cli, run_ffmpeg
 
 import avdnn
 from avdnn.errors import InvalidArgumentError, NotSupportedError
@@ -134,6 +134,26 @@ def test_accounting_balances_across_the_inputs(clip: dict[str, str], models: dic
     )
     assert stats.check(), stats.violations()
     assert stats.frames_written == 10 and stats.graph_inputs[0].frames_read < 132
+
+
+@pytest.mark.parametrize("where", ["branch", "after the core"])
+def test_a_lossy_stage_in_an_early_stopped_graph_fails_the_check(clip: dict[str, str], lossy: str, where: str) -> None:
+    """The twin of the -frames:v run above: a stage that loses frames shows, in a branch or after the core."""
+    branch, tail = (f",{lossy}", "") if where == "branch" else ("", f",{lossy}")
+    graph = f"[0:v]scale=64:48[a];[1:v]scale=64:48{branch}[b];[a][b]hstack{tail}[o]"
+    stats = avdnn.run(
+        clip["carphone"],
+        output=io.BytesIO(),
+        format="framemd5",
+        filter_complex=graph,
+        map=["[o]"],
+        more_inputs=[(clip["bigbuckbunny"], None, {})],
+        frames=10,
+    )
+    assert stats.frames_written == 10 and stats.stopped_early
+    violations = stats.violations()
+    assert not stats.check() and lost_in(violations), violations
+    assert any(v.startswith("graph input #1") for v in violations) == (where == "branch"), violations
 
 
 # --------------------------------------------------------------------------- several outputs

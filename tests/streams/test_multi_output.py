@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from spine_util import run_cli, run_ffmpeg
+from spine_util import lost_in, run_cli, run_ffmpeg
 
 import avdnn
 from avdnn.errors import ExternalError
@@ -201,7 +201,7 @@ def test_parse_refuses_an_input_after_an_output_and_trailing_options() -> None:
 # -- the API -------------------------------------------------------------------------------
 
 
-def test_run_many_gives_each_output_its_stats(clip: dict[str, str], tmp_path: Path) -> None:
+def test_run_many_gives_each_output_its_stats(clip: dict[str, str], tmp_path: Path, lossy: str) -> None:
     car, bbb = clip["carphone"], clip["bigbuckbunny"]
     jobs = [
         avdnn.Job(car, "hflip", output=str(tmp_path / "a.md5"), format="framemd5"),
@@ -210,6 +210,16 @@ def test_run_many_gives_each_output_its_stats(clip: dict[str, str], tmp_path: Pa
     report = avdnn.run_many(jobs)
     assert [o.stats.frames_written for o in report.outputs if o.stats] == [120, 12]
     assert report.check() and not report.failed
+    twin = avdnn.run_many(
+        [
+            avdnn.Job(car, "hflip", output=str(tmp_path / "a2.md5"), format="framemd5"),
+            avdnn.Job(
+                bbb, f"{lossy},scale=64:-2", output=str(tmp_path / "l.md5"), format="framemd5", frames=12, an=True
+            ),
+        ]
+    )
+    assert not twin.check() and lost_in(twin.violations()), twin.violations()  # the early-stopped lossy output
+    assert all(v.startswith("output #1") for v in twin.violations()), twin.violations()
     solo = avdnn.run(car, "hflip", output=str(tmp_path / "solo.md5"), format="framemd5")
     assert (tmp_path / "a.md5").read_bytes() == (tmp_path / "solo.md5").read_bytes()
     assert report[0] is not None and report[0].frames_read == solo.frames_read
@@ -230,31 +240,41 @@ def test_run_many_raises_after_the_others_finished(clip: dict[str, str], tmp_pat
     assert len(_lines((tmp_path / "y.md5").read_bytes())) == 120
 
 
-def test_run_many_stops_every_output_on_ctrl_c(clip: dict[str, str], tmp_path: Path) -> None:
-    """SIGINT (sent by the first output itself after 20 frames) stops both endless outputs cleanly."""
+@pytest.mark.parametrize("lossy_b", [False, True])
+def test_run_many_stops_every_output_on_ctrl_c(clip: dict[str, str], tmp_path: Path, lossy: str, lossy_b: bool) -> None:
+    """SIGINT (sent by the first output itself after 20 frames, once the second wrote 10) stops
+    both endless outputs cleanly; the twin's second output has a lossy stage, which the books show."""
     car = clip["carphone"]
     sent: list[bool] = []
+    second = {"written": 0}
 
     def interrupt(stats: avdnn.RunStats, frame: Frame) -> None:
-        if stats.frames_written == 20 and not sent:
+        if stats.frames_written >= 20 and second["written"] >= 10 and not sent:
             sent.append(True)
             os.kill(os.getpid(), signal.SIGINT)
 
+    def count(stats: avdnn.RunStats, frame: Frame) -> None:
+        second["written"] = stats.frames_written
+
     loop = {"stream_loop": -1}
+    chain_b = f"{lossy},hflip" if lossy_b else "hflip"
     jobs = [
         avdnn.Job(car, output=str(tmp_path / "a.md5"), format="framemd5", source_options=loop, progress=interrupt),
-        avdnn.Job(car, "hflip", output=str(tmp_path / "b.md5"), format="framemd5", source_options=loop),
+        avdnn.Job(car, chain_b, output=str(tmp_path / "b.md5"), format="framemd5", source_options=loop, progress=count),
     ]
     with pytest.raises(KeyboardInterrupt) as info:
         avdnn.run_many(jobs)
     report: avdnn.MultiRunStats = info.value.stats  # type: ignore[attr-defined]
     first = report[0]
-    assert first is not None and first.frames_written >= 20
+    assert first is not None and first.frames_written >= 20 and sent
     for k, name in enumerate(("a.md5", "b.md5")):
         stats = report[k]
         assert stats is not None and report.outputs[k].interrupted
         assert len(_lines((tmp_path / name).read_bytes())) == stats.frames_written  # each file finished
-        assert stats.check(), stats.violations()
+        if lossy_b and k == 1:
+            assert not stats.check() and lost_in(stats.violations()), stats.summary()
+        else:
+            assert stats.check(), stats.violations()
 
 
 def test_ctrl_c_does_not_wait_for_an_output_blocked_in_its_input(clip: dict[str, str], tmp_path: Path) -> None:
@@ -320,12 +340,35 @@ def test_open_many_isolates_a_failed_source(clip: dict[str, str], tmp_path: Path
     assert info.value.failed[0].name == "stream #0" and missing in str(info.value)
 
 
-def test_open_many_stops_early() -> None:
+def test_open_many_stops_early(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both sources give frames; closing early ends both runs, joins their threads, closes their inputs."""
+    import threading
+
+    from avdnn.media.input.source import Source
+
+    opened: list[Source] = []
+    closed: set[int] = set()
+    real_init, real_close = Source.__init__, Source.close
+
+    def init(self: Source, *args: object, **kwargs: object) -> None:
+        opened.append(self)
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def close(self: Source) -> None:
+        closed.add(id(self))
+        real_close(self)
+
+    monkeypatch.setattr(Source, "__init__", init)
+    monkeypatch.setattr(Source, "close", close)
     frames = avdnn.open_many([("testsrc=d=100", ""), ("testsrc=d=100", "hflip")], input_format="lavfi", depth=2)
+    seen: list[int] = []
     with frames:
-        first = [next(frames)[0] for _ in range(10)]
-    assert set(first) <= {0, 1}
+        while set(seen) != {0, 1} and len(seen) < 500:  # each source has 2500 frames: both come long before
+            seen.append(next(frames)[0])
+    assert set(seen) == {0, 1}, seen
     assert all(s is not None and s.stopped_early for s in (frames.stats[0], frames.stats[1]))
+    assert not [t.name for t in threading.enumerate() if t.name.startswith(("avdnn-stream-", "avdnn-decode"))]
+    assert len(opened) == 2 and {id(s) for s in opened} <= closed  # every input closed
 
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "multistream.md"

@@ -79,4 +79,51 @@ def test_python_block(
     need_everything(code)
     monkeypatch.chdir(tmp_path)
     exec(compile(code, f"{DOC.name}[python {index}]", "exec"), {"__name__": "__cookbook__"})
-    assert capsys.readouterr().out.strip()  # every snippet prints what it made
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert not any("accounting violation" in line for line in lines), lines
+    assert len(PRINTS) == len(PYTHON)
+    PRINTS[index](lines)  # what the snippet says it makes
+
+
+_BOX = r"\[\[[-0-9.e]+, [-0-9.e]+, [-0-9.e]+, [-0-9.e]+\]\]"
+FER = ("angry", "disgust", "fear", "happy", "sad", "surprise", "neutral")
+
+
+def _faces_with_emotions(lines: list[str]) -> None:
+    """One line per frame: its pts, the face box, the detector's confidence, FER's label."""
+    assert len(lines) == 5, lines
+    for line in lines:
+        m = re.fullmatch(rf"\d+ {_BOX} \[(0\.\d+)\] \['(\w+)'\]", line)
+        assert m and float(m.group(1)) > 0.5 and m.group(2) in FER, line
+
+
+def _detect_summary(lines: list[str]) -> None:
+    text = "\n".join(lines)
+    assert re.search(r"frames: read \d+, written 10, failed 0", text), text
+    assert re.fullmatch(r"\('face',\) \[\[ *[0-9. ]+\]\]", lines[-1]), lines[-1]
+
+
+def _classified_cat(lines: list[str]) -> None:
+    (line,) = lines
+    m = re.fullmatch(r"\(\('([A-Za-z ]+)', (0\.\d+)\),\)", line)
+    assert m and m.group(1) in {"Egyptian cat", "tabby", "tiger cat"} and float(m.group(2)) > 0.5, line
+
+
+def _frames_shape(lines: list[str]) -> None:
+    assert lines == ["3 (180, 320, 3)"]
+
+
+def _zoo_listing(lines: list[str]) -> None:
+    assert [line.split()[0] for line in lines[:-1]] == [spec.name for spec in ZOO]
+    assert all(line.split()[-1] in ("True", "False") for line in lines[:-1])
+    assert lines[-1].startswith("InputSpec(size=(128, 128)")  # blazeface's input
+
+
+def _line_crossings(lines: list[str]) -> None:
+    (line,) = lines
+    m = re.fullmatch(r"(\d+) objects, crossings of x=320: (\{.*\})", line)
+    assert m and int(m.group(1)) > 0 and m.group(2) != "{}", line
+
+
+#: what each python block prints, checked in order (docs/cookbook.md)
+PRINTS = [_faces_with_emotions, _detect_summary, _classified_cat, _frames_shape, _zoo_listing, _line_crossings]

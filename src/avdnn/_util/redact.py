@@ -1,53 +1,125 @@
-"""Credentials out of URLs before anything is printed: one function for every place a URL is shown.
+"""Credentials out of anything printed: one function for every place a URL, a header or a key is shown.
 
-Camera URLs carry passwords (``rtsp://admin:secret@10.0.0.5/stream``), SRT URLs passphrases,
-signed HTTP URLs tokens. avdnn shows every URL through :func:`redact_url`: the password of
-the user info becomes ``***`` (a user name alone, often a token, becomes ``***`` too), and so
-does the value of every query parameter whose name says it is a secret (``passphrase``,
-``password``, ``token``, ``key``, ``sig``...). The host, port, path and the other parameters
-stay, so the line still says which input it is about. The URL itself, as given, is what
-libavformat opens; only what is shown is redacted.
+Camera URLs carry passwords (``rtsp://admin:secret@10.0.0.5/stream``), SRT URLs passphrases and
+session ids (``streamid=#!::r=live,s=SESSION``), signed HTTP URLs tokens (``X-Amz-Signature``,
+``sig``, ``auth_key``), and ``-headers`` ``Authorization:``, ``Cookie:`` or ``X-Api-Key:`` lines.
+avdnn shows every URL through :func:`redact_url`: the password of the user info becomes ``***``
+(a user name alone, often a token, becomes ``***`` too), and so does the value of every query
+parameter whose name says it is a secret (:func:`is_secret_name`). The host, port, path and the
+other parameters stay, so the line still says which input it is about. The URL itself, as given,
+is what libavformat opens; only what is shown is redacted. :func:`redact_text` does the same
+inside free text, where libavformat's own lines show a request (``GET /x.ts?token=...``) or its
+headers.
 
-Errors (:class:`avdnn.errors.AvdnnError`) redact their message and file on construction, the
-CLI's log handler redacts every log line (:class:`RedactFilter`, libavformat's own lines too),
-and the banner and progress lines take the redacted name.
+Where it is applied, so that nothing needs to remember it:
+
+* errors (:class:`avdnn.errors.AvdnnError`) redact their message and file whenever they are set;
+* every log record of the ``avdnn`` and ``libav`` loggers and their children is redacted when it
+  is made (:func:`install`, run at ``import avdnn``), so any handler an API user adds shows the
+  redacted text, tracebacks included;
+* the CLI writes stderr through :class:`RedactingStream` (its summary, failure and internal-error
+  lines and tracebacks do not go through logging).
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import re
+import threading
+import traceback
+from typing import Any, TextIO
 
-__all__ = ["MASK", "RedactFilter", "redact_text", "redact_url"]
+__all__ = [
+    "MASK",
+    "RedactFilter",
+    "RedactingStream",
+    "install",
+    "is_secret_name",
+    "redact_record",
+    "redact_text",
+    "redact_url",
+]
 
 MASK = "***"
 
-#: A URL inside free text: scheme://, then anything up to white space or a quote.
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
-#: Query parameter names whose values are secrets (compared lower-cased).
-_SECRET_NAMES = frozenset({"auth", "sig", "key", "api_key", "apikey", "pkey", "session"})
-_SECRET_PARTS = ("pass", "pwd", "secret", "token", "signature", "credential")
+#: A URL inside free text: scheme://, its authority up to white space or the path (a quote there
+#: may be part of a password: ``rtsp://u:p'w@h``), then anything up to white space or a quote.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#]*[^\s'\"<>]*")
+#: Parameter and header names that are secrets whole (compared lower-cased, ``-`` read as ``_``).
+_SECRET_NAMES = frozenset(
+    {
+        "key",
+        "apikey",
+        "pkey",
+        "streamkey",
+        "accesskey",
+        "authkey",
+        "secretkey",
+        "privatekey",
+        "auth",
+        "sig",
+        "session",
+        "sessionid",
+        "sid",
+        "jwt",
+        "cookie",
+        "set_cookie",
+        "hdnts",
+        "hdnea",
+        "policy",
+        "authorization",
+    }
+)
+#: Parts that make a name a secret wherever they appear in it.
+_SECRET_PARTS = ("pass", "pwd", "secret", "token", "signature", "credential", "auth_", "_key", "session_")
+#: Prefixes of signed-URL parameters (AWS SigV4, Google Cloud Storage V4): all of them are masked.
+_SECRET_PREFIXES = ("x_amz_", "x_goog_")
 
 
-def _secret(name: str) -> bool:
-    low = name.lower()
-    return low in _SECRET_NAMES or any(part in low for part in _SECRET_PARTS)
+def is_secret_name(name: str) -> bool:
+    """Whether a query parameter, option or header called ``name`` holds a secret.
+
+    ``passphrase``, ``password``, ``token``, ``sig``, ``signature``, ``auth_key``, ``access_key``,
+    ``X-Api-Key`` and every ``X-Amz-*``: true; ``channel``, ``pkt_size``, ``mode`` and filter
+    names such as ``colorkey``: false.
+    """
+    low = name.strip().lower().replace("-", "_")
+    return low in _SECRET_NAMES or low.startswith(_SECRET_PREFIXES) or any(part in low for part in _SECRET_PARTS)
+
+
+def _streamid(value: str) -> str:
+    """SRT's access-control streamid (``#!::r=live,s=SESSION,u=user``) with its session and any
+    secret-named field masked; a plain streamid is a name, kept."""
+    if not value.startswith("#!::"):
+        return value
+    fields = []
+    for field in value[4:].split(","):
+        key, eq, val = field.partition("=")
+        fields.append(f"{key}={MASK}" if eq and val and (key.strip() == "s" or is_secret_name(key)) else field)
+    return "#!::" + ",".join(fields)
 
 
 def _param(pair: str) -> str:
     name, eq, value = pair.partition("=")
-    return f"{name}={MASK}" if eq and value and _secret(name) else pair
+    if not eq or not value:
+        return pair
+    if name.strip().lower() == "streamid":
+        return f"{name}={_streamid(value)}"
+    return f"{name}={MASK}" if is_secret_name(name) else pair
 
 
 def redact_url(url: str) -> str:
     """``url`` with its credentials replaced by ``***`` (anything without ``://`` is returned as is).
 
-    The user info ends at the last ``@`` before the path, as libavformat's av_url_split reads it.
+    The user info ends at the last ``@`` before the path, as libavformat's av_url_split reads it
+    (and as :func:`urllib.parse.urlsplit` does). Everything after the first ``?`` is the query,
+    ``#`` included: libavformat has no fragments, and an SRT streamid starts with ``#!::``.
 
     >>> redact_url("rtsp://admin:secret@10.0.0.5:554/h264?channel=1")
     'rtsp://admin:***@10.0.0.5:554/h264?channel=1'
-    >>> redact_url("srt://host:9000?mode=caller&passphrase=0123456789")
-    'srt://host:9000?mode=caller&passphrase=***'
+    >>> redact_url("srt://host:9000?mode=caller&passphrase=0123456789&streamid=#!::r=live,s=42")
+    'srt://host:9000?mode=caller&passphrase=***&streamid=#!::r=live,s=***'
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
@@ -61,31 +133,131 @@ def redact_url(url: str) -> str:
         authority = (f"{user}:{MASK}" if colon else MASK) + authority[at:]
     q = tail.find("?")
     if q >= 0:
-        frag = tail.find("#", q)
-        query = tail[q + 1 : frag] if frag >= 0 else tail[q + 1 :]
-        tail = tail[: q + 1] + "&".join(_param(p) for p in query.split("&")) + (tail[frag:] if frag >= 0 else "")
+        tail = tail[: q + 1] + "&".join(_param(p) for p in tail[q + 1 :].split("&"))
     return scheme + sep + authority + tail
 
 
-#: An HTTP request header with credentials, as libavformat's http logs its requests at debug level.
-_AUTH_HEADER = re.compile(r"((?:Proxy-)?Authorization:\s*)[^\r\n]+", re.IGNORECASE)
+#: A request header with a secret, as ``-headers`` gives them and libavformat's http logs them at
+#: debug level: its value runs to the end of the line (a real CR/LF or a shown ``\r``/``\n``).
+_HEADER = re.compile(r"(?:(?<![\w-])|(?<=\\[rn]))([A-Za-z][A-Za-z0-9-]*)(:[ \t]*)((?:(?!\\r|\\n)[^\r\n'\"])+)")
+_HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+#: ``name=value`` outside a URL (a request line ``GET /x.ts?token=...``, an option list): the
+#: value runs to white space, ``&``, a quote or a ``:``/``,`` separator.
+_PAIR = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)=([^\s&'\"<>:,;]+)")
+_STREAMID = re.compile(r"(?i)(streamid=)(#!::[^\s&'\"<>]*)")
+
+
+def _header(m: re.Match[str]) -> str:
+    name = m.group(1).lower()
+    secret = name in _HEADER_NAMES or ("-" in name and is_secret_name(name))
+    return m.group(1) + m.group(2) + MASK if secret else m.group(0)
 
 
 def redact_text(text: str) -> str:
-    """Every URL inside ``text`` redacted (:func:`redact_url`), and any ``Authorization:`` header value."""
+    """``text`` with every URL redacted (:func:`redact_url`), and outside URLs every secret header
+    value (``Authorization: ***``) and secret ``name=value`` (``token=***``)."""
     if "://" in text:
         text = _URL.sub(lambda m: redact_url(m.group(0)), text)
-    if "uthorization:" in text:
-        text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
+    if ":" in text:
+        text = _HEADER.sub(_header, text)
+    if "=" in text:
+        text = _STREAMID.sub(lambda m: m.group(1) + _streamid(m.group(2)), text)
+        text = _PAIR.sub(lambda m: f"{m.group(1)}={MASK}" if is_secret_name(m.group(1)) else m.group(0), text)
     return text
 
 
+# -- logging ----------------------------------------------------------------------------------
+
+#: The logger trees whose records are redacted: avdnn's own, and libav's lines (PyAV's callback
+#: logs them as ``libav.<component>``).
+LOGGERS = ("avdnn", "libav")
+
+
+def _ours(name: str) -> bool:
+    return any(name == root or name.startswith(root + ".") for root in LOGGERS)
+
+
+def redact_record(record: logging.LogRecord) -> None:
+    """The record's message, traceback and stack redacted in place (formatted once, as a handler would)."""
+    try:
+        message = record.getMessage()
+    except (TypeError, ValueError):  # bad format arguments: logging reports them when it emits
+        return
+    redacted = redact_text(message)
+    if redacted != message:
+        record.msg, record.args = redacted, None
+    if record.exc_info and record.exc_info[0] is not None and not record.exc_text:
+        buf = io.StringIO()
+        traceback.print_exception(*record.exc_info, file=buf)  # what Formatter.formatException writes
+        record.exc_text = redact_text(buf.getvalue().rstrip("\n"))
+    if record.stack_info:
+        record.stack_info = redact_text(record.stack_info)
+
+
 class RedactFilter(logging.Filter):
-    """A handler filter that redacts the URLs of every record it lets through (libavformat's too)."""
+    """A logger or handler filter that redacts every record it lets through (libavformat's too)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = redact_text(message)
-        if redacted is not message:
-            record.msg, record.args = redacted, None
+        redact_record(record)
+        return True
+
+
+_install_lock = threading.Lock()
+
+
+def install() -> None:
+    """Redact every record of the ``avdnn`` and ``libav`` trees when it is made; idempotent.
+
+    A filter on a logger sees only the records logged to that very logger, not those of its
+    children (``avdnn.dnn``, ``libav.http``) that propagate to it; so the two roots get a
+    :class:`RedactFilter` and the record factory redacts the records of every logger below them.
+    The factory wraps the one in place and leaves other loggers' records alone.
+    """
+    with _install_lock:
+        for root in LOGGERS:
+            logger = logging.getLogger(root)
+            if not any(isinstance(f, RedactFilter) for f in logger.filters):
+                logger.addFilter(RedactFilter())
+        previous = logging.getLogRecordFactory()
+        if getattr(previous, "avdnn_redacts", False):
+            return
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            if _ours(record.name):
+                redact_record(record)
+            return record
+
+        factory.avdnn_redacts = True  # type: ignore[attr-defined]
+        logging.setLogRecordFactory(factory)
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream that redacts what is written before passing it on (the CLI's stderr).
+
+    Each ``write`` is redacted whole: the CLI writes whole lines and messages, and a traceback
+    is written line by line, so a URL is never split across two writes.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact_text(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", "utf-8") or "utf-8"
+
+    def writable(self) -> bool:
         return True

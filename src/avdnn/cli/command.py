@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Sequence
 
 from avdnn import api
-from avdnn._util.redact import RedactFilter
+from avdnn._util.redact import RedactFilter, RedactingStream
 from avdnn.cli.args import LOG_LEVELS, run_kwargs
 from avdnn.cli.parser import parse_args
 from avdnn.cli.transcode import probe, transcode
@@ -31,8 +31,21 @@ log = logging.getLogger("avdnn")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``avdnn`` and ``python -m avdnn``; returns the exit status."""
+    """Entry point of ``avdnn`` and ``python -m avdnn``; returns the exit status.
+
+    Everything it writes to stderr is redacted (:class:`RedactingStream`): the summary, the
+    failure and internal-error lines and a bug's traceback do not go through logging.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
+    shown = sys.stderr
+    sys.stderr = RedactingStream(shown)
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = shown
+
+
+def _main(argv: list[str]) -> int:
     err = sys.stderr
     if argv[:1] == ["models"]:  # a subcommand (ffmpeg has none; "models" cannot be an option)
         if argv[1:2] in (["-h"], ["--help"], ["-help"]):

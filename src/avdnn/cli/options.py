@@ -6,6 +6,8 @@ output options go into the :class:`~avdnn.cli.args.Args` of the output being par
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -18,7 +20,66 @@ from avdnn.errors import (
     OptionNotFoundError,
 )
 
-__all__ = ["SOURCE_GLOBAL", "SOURCE_INPUT", "output_option", "source_option"]
+__all__ = ["SOURCE_GLOBAL", "SOURCE_INPUT", "output_option", "parse_number", "source_option"]
+
+#: av_strtod's C strtod prefix: white space, a sign, then a decimal or hex float, inf or nan.
+_STRTOD = re.compile(
+    r"[ \t\n\v\f\r]*[+-]?(?:0x(?:[0-9a-f]+\.?[0-9a-f]*|\.[0-9a-f]+)(?:p[+-]?\d+)?"
+    r"|(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|inf(?:inity)?|nan(?:\([0-9a-z_]*\))?)",
+    re.IGNORECASE,
+)
+#: av_strtod's SI prefixes: exponent of ten (the binary value with an ``i`` after it: 2^(exp/0.3)).
+_SI = {"y": -24, "z": -21, "a": -18, "f": -15, "p": -12, "n": -9, "u": -6, "m": -3, "c": -2, "d": -1, "h": 2}
+_SI.update({"k": 3, "K": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18, "Z": 21, "Y": 24})
+_INT_RANGE = {"int": (-(2**31), 2**31 - 1), "int64": (-(2.0**63), 2.0**63), "float": (-math.inf, math.inf)}
+
+
+def _strtod(text: str) -> tuple[float, str]:
+    """libavutil's av_strtod: the value and the unparsed tail (``1k`` is 1000, ``1Ki`` 1024, ``2B`` 16)."""
+    if text[:1] == "0" and text[1:2] in ("x", "X"):  # strtoul(numstr, &next, 16)
+        m = re.match(r"0[xX]([0-9a-fA-F]+)", text)
+        value, rest = (float(int(m.group(1), 16)), text[m.end() :]) if m else (0.0, text[1:])
+    else:
+        m = _STRTOD.match(text)
+        if m is None:
+            return 0.0, text
+        num = m.group(0).strip(" \t\n\v\f\r")
+        bare = num.lstrip("+-")
+        if bare[:2].lower() == "0x":
+            value = float.fromhex(num if "p" in num.lower() else num + "p0")
+        elif bare[:3].lower() == "nan":
+            value = math.nan
+        else:
+            value = float(num)
+        rest = text[m.end() :]
+    if rest[:2] == "dB":
+        value, rest = 10.0 ** (value / 20), rest[2:]
+    elif rest[:1] in _SI:
+        exp = _SI[rest[0]]
+        if rest[1:2] == "i":
+            value, rest = value * 2.0 ** (10 * exp / 3), rest[2:]
+        else:
+            value, rest = value * float(f"1e{exp}"), rest[1:]
+    if rest[:1] == "B":
+        value, rest = value * 8, rest[1:]
+    return value, rest
+
+
+def parse_number(option: str, text: str, kind: str) -> float:
+    """An option's number as fftools' parse_number reads it (av_strtod, then range and int checks),
+    with its messages: ``5``, ``5.0``, ``5e1``, ``1k``, ``0x10`` and `` 5`` are numbers, ``5 ``,
+    ``5_0`` and ``1.5`` (for an integer) are not. ``kind``: "int", "int64" or "float"."""
+    value, tail = _strtod(text)
+    lo, hi = _INT_RANGE[kind]
+    if tail:
+        raise InvalidArgumentError(f"Expected number for {option} but found: {text}", option=option)
+    if value < lo or value > hi:
+        raise InvalidArgumentError(
+            f"The value for {option} was {text} which is not within {lo:f} - {hi:f}", option=option
+        )
+    if kind != "float" and not value.is_integer():  # nan too
+        raise InvalidArgumentError(f"Expected {kind} for {option} but found {text}", option=option)
+    return value
 
 
 #: Input options Source takes, by flag: the keyword, and its type (bool: a flag without a value).
@@ -73,10 +134,12 @@ def source_option(dest: dict[str, Any], demuxer: dict[str, str], tok: str, value
         demuxer["err_detect"] = val
         dest.setdefault("decoder_options", {})["err_detect"] = val
         return
-    try:
+    if kind is int:
+        dest[key] = int(parse_number(tok[1:], val, "int"))
+    elif kind is float:
+        dest[key] = parse_number(tok[1:], val, "float")
+    else:
         dest[key] = kind(val)
-    except ValueError:
-        raise InvalidArgumentError(f"Failed to set value '{val}' for option '{tok[1:]}'", option=tok[1:]) from None
 
 
 def output_option(a: Args, name: str, spec: str, val: str) -> None:
@@ -86,10 +149,8 @@ def output_option(a: Args, name: str, spec: str, val: str) -> None:
     elif name == "af" or (name == "filter" and spec == "a"):
         st.audio_filters = val
     elif name in ("frames", "vframes") and spec in ("", "v"):
-        try:
-            a.frames = int(val)
-        except ValueError:
-            raise InvalidArgumentError(f"Invalid frame count '{val}'", option="frames:v") from None
+        count = int(parse_number(f"{name}:v" if spec else name, val, "int64"))
+        a.frames = None if count < 0 else count  # ffmpeg: a negative -frames is no limit
     elif name in ("c", "codec", "vcodec", "acodec", "scodec"):
         key = {"vcodec": "v", "acodec": "a", "scodec": "s"}.get(name, spec)
         st.codecs[key] = val

@@ -106,7 +106,7 @@ def parse_args(argv: Sequence[str]) -> Args:
     pending_disabled: set[str] = set()
     i = 0
     # options before the last -i belong to the inputs (ffmpeg: to the next -i), after it to the output
-    last_input = max((k for k, tok in enumerate(argv[:-1]) if tok == "-i"), default=-1)
+    last_input = _last_input(argv)
 
     def value(opt: str) -> str:
         nonlocal i
@@ -198,6 +198,32 @@ def parse_args(argv: Sequence[str]) -> Args:
 #: Options that may follow the last output: global ones (ffmpeg parses them anywhere).
 _GLOBAL_NAMES = {*_GLOBAL_BOOLS, *(f"no{n}" for n in _GLOBAL_BOOLS), *_GLOBAL_VALUES, *_TOOL_VALUES}
 _GLOBAL_NAMES |= {"h", "help", "-help", "?", "xerror", "max_error_rate"}
+
+
+def _takes_value(tok: str, after: str | None) -> bool:
+    """Whether option ``tok`` consumes the next argument (booleans and a bare -h do not)."""
+    if not tok.startswith("-") or tok == "-":
+        return False
+    name, _ = _split(tok)
+    negated = name[2:] if name.startswith("no") and name[2:] in _GLOBAL_BOOLS | _FILE_BOOLS else None
+    if name in _GLOBAL_BOOLS | _FILE_BOOLS or negated is not None:
+        return False
+    if name in ("h", "help", "-help", "?"):
+        return after is not None and not after.startswith("-")
+    kind = _SOURCE_INPUT.get(tok, _SOURCE_GLOBAL.get(tok))
+    return kind is not bool
+
+
+def _last_input(argv: Sequence[str]) -> int:
+    """The index of the last ``-i`` that is an option, not another option's value (``-vf -i`` is a
+    chain named "-i", as ffmpeg's option table reads it); -1 when there is none."""
+    last, i = -1, 0
+    while i < len(argv):
+        after = argv[i + 1] if i + 1 < len(argv) else None
+        if argv[i] == "-i" and after is not None:
+            last = i
+        i += 2 if _takes_value(argv[i], after) else 1
+    return last
 
 
 def _trailing(tok: str) -> InvalidArgumentError:

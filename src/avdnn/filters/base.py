@@ -76,6 +76,16 @@ class Filter:
     def interrupt(self) -> None:
         """The run is stopping (called from another thread): stop waiting; ``close`` follows."""
 
+    @property
+    def holding(self) -> int:
+        """Frames taken and not yet returned, failed or dropped (a filter with latency keeps some).
+
+        The frame accounting reads it when a run stops early: at most this many of the filter's
+        frames count as in flight, the rest as lost (run.stats). A filter that keeps frames
+        between calls must say how many; the default keeps none.
+        """
+        return 0
+
     # -- used by the graph ----------------------------------------------------------------
 
     def push(self, frame: Frame) -> Iterable[Frame]:

@@ -62,6 +62,7 @@ class DnnFilter(Filter):
         self._error: AvdnnError | None = None
         self._error_raised = False
         self._failed_frames = 0
+        self._not_processed = 0  # tasks counted as failed after an error, still in the engine
         self._eof = False
         self.config = dnn_config(values, self.backend_mask, label=self.label)
         try:
@@ -126,6 +127,13 @@ class DnnFilter(Filter):
             self._set_error(err)
         return self._deliver(self._collect(wait=True))
 
+    @property
+    def holding(self) -> int:
+        """The frames whose tasks were submitted and not yet returned (the engine counts them),
+        less those already counted as failed after an error."""
+        model = self.model
+        return max(model.queued - self._not_processed, 0) if model is not None else 0
+
     def interrupt(self) -> None:
         """The run is stopping: cut the engine's waits short and cancel the inferences running."""
         model = self.model
@@ -152,6 +160,7 @@ class DnnFilter(Filter):
             dropped = self.model.queued if self.model is not None else 0
             if dropped:
                 self.failed["not processed after an earlier error"] = dropped
+                self._not_processed = dropped
         raise self._error
 
     def _set_error(self, err: AvdnnError) -> None:

@@ -133,6 +133,8 @@ def parse_chain(text: str) -> list[FilterSpec]:
         if pos >= n:
             break
         if text[pos] == ";":
+            if not text[pos + 1 :].strip(_WHITESPACES):
+                break  # a trailing ';' ends the one chain, as avfilter_graph_segment_parse reads it
             sws = text.lstrip(_WHITESPACES).startswith("sws_flags=")
             hint = " (a 'sws_flags=...;' prefix is not supported either)" if sws else ""
             near = text[pos:]

@@ -9,46 +9,34 @@ first packet, times the rate, has reached its dts, less an initial burst.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 from avdnn.errors import InvalidArgumentError
 
 AV_TIME_BASE = 1_000_000
 
-_SEXAGESIMAL = re.compile(r"^(-)?(?:(\d+):)?(\d+):(\d+(?:\.\d*)?)$")
-_SECONDS = re.compile(r"^(-)?(\d+(?:\.\d*)?|\.\d+)(s|ms|us)?$")
-_UNIT = {"s": 1_000_000, "ms": 1_000, "us": 1, None: 1_000_000}
-
 
 def parse_time(value: float | int | str | None, option: str) -> int | None:
     """A time option as microseconds: seconds as a number, or ffmpeg's duration syntax.
 
-    Strings follow av_parse_time's duration form: ``[-][HH:]MM:SS[.m...]`` or
-    ``[-]S+[.m...][s|ms|us]``.
+    Strings are read by libavutil's own av_parse_time (as ffmpeg reads -ss/-t/-to):
+    ``[-][HH:]MM:SS[.m...]`` or ``[-]S+[.m...][s|ms|us]``; ``60:00``, ``.5`` and ``5 `` are refused.
     """
     if value is None:
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return round(Fraction(value) * AV_TIME_BASE)
-    text = str(value).strip()
-    try:
-        m = _SEXAGESIMAL.match(text)
-        if m:
-            sign, hh, mm, ss = m.groups()
-            us = ((int(hh or 0) * 60 + int(mm)) * 60) * AV_TIME_BASE + int(Decimal(ss) * AV_TIME_BASE)
-            return -us if sign else us
-        m = _SECONDS.match(text)
-        if m:
-            sign, num, unit = m.groups()
-            us = int(Decimal(num) * _UNIT[unit])
-            return -us if sign else us
-    except InvalidOperation:
-        pass
-    raise InvalidArgumentError(f"Invalid duration specification for {option}: {value}", option=option)
+        try:
+            return round(Fraction(value) * AV_TIME_BASE)
+        except (ValueError, OverflowError):  # nan, inf
+            raise InvalidArgumentError(f"Invalid duration for {option}: {value}", option=option) from None
+    from avdnn.media.libav.codecs import parse_duration
+
+    us = parse_duration(str(value))
+    if us is None:
+        raise InvalidArgumentError(f"Invalid duration specification for {option}: {value}", option=option)
+    return us
 
 
 def rescale(value: int, src: Fraction, dst: Fraction, rnd: str = "near") -> int:

@@ -4,12 +4,14 @@ Every output of a run is its own pipeline (:mod:`avdnn.run.parallel`), so each k
 accounting, per input and output stream, exactly as a one-output run does; this collects them.
 A failed output keeps the stats of what it did before the error (None when it failed before it
 started: its input could not be opened). With one output the summary is that output's, unchanged.
+Outputs and inputs are kept as shown, their credentials redacted (avdnn._util.redact).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from avdnn._util.redact import redact_url
 from avdnn.errors import AvdnnError
 from avdnn.run.stats import RunStats
 
@@ -32,6 +34,11 @@ class OutputResult:
     stop_signal: BaseException | None = field(default=None, repr=False)
     #: Its thread has ended (after Ctrl-C, one still blocked in its input is left behind).
     ended: bool = False
+
+    def __post_init__(self) -> None:
+        # what the summary, the failure lines and as_dict() show: never a URL's credentials
+        self.output = redact_url(self.output)
+        self.inputs = [(k, redact_url(url)) for k, url in self.inputs]
 
     @property
     def failed(self) -> bool:

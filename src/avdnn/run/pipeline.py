@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence, Sized
 from fractions import Fraction
 from typing import Any
 
@@ -26,7 +26,8 @@ from avdnn.media.frame import Frame
 from avdnn.media.input.source import Source
 from avdnn.media.output.sink import Sink
 from avdnn.run.livequeue import DropQueue, queue_policy
-from avdnn.run.stats import COUNT_CHANGING, RunStats, StageStats, stage_reports
+from avdnn.run.settle import settle_stages
+from avdnn.run.stats import RunStats, StageStats, stage_reports
 from avdnn.run.stop import current_stop
 from avdnn.run.threads import Channel, Writer, prefetch
 
@@ -63,6 +64,9 @@ class Pipeline:
         self.stages = build_stages(chain, tail=tail)
         self.stats = RunStats(stages=[StageStats(s.label) for s in self.stages])
         self.stats.reports = stage_reports(self.stages)  # zones, lines, event sinks (avdnn.events)
+        #: per stage, frames its current push/flush holds: given and not handed on yet, or the
+        #: frame of a push cut short by the stop (part of run.stats' bound on frames in flight)
+        self._undelivered = [0] * len(self.stages)
         self.stats.input_live = bool(getattr(source, "live", False))
         #: A live input's queue before the chain, with its drop policy (run.livequeue)
         self._queue: DropQueue[Frame] | None = None
@@ -122,7 +126,7 @@ class Pipeline:
                 converted = [frame]
             for one in converted:
                 st.frames_in += 1
-                yield from self._guarded(stage, st, stage.push, one)
+                yield from self._guarded(index, stage.push, one)
             if getattr(stage, "finished", False):
                 self._cut_short = True
                 break  # the stage takes no more input (trim reached its end): stop reading, as ffmpeg does
@@ -130,19 +134,23 @@ class Pipeline:
         # the frames before the failure first and raises on the next call, so nothing is lost.
         while True:
             flushed = 0
-            for out in self._guarded(stage, st, stage.flush):
+            for out in self._guarded(index, stage.flush):
                 flushed += 1
                 yield out
             if not flushed:
                 return
 
-    @staticmethod
-    def _guarded(stage: Any, st: StageStats, fn: Callable[..., Any], *args: Any) -> Iterator[Frame]:
-        """Frames from one push/flush, one at a time; a filter error is counted and re-raised."""
+    def _guarded(self, index: int, fn: Callable[..., Any], *args: Any) -> Iterator[Frame]:
+        """Frames from one push/flush of stage ``index``, one at a time; a filter error is counted
+        and re-raised. While they are handed on, the frames of the call not yet given are counted
+        (``_undelivered``): an early stop there leaves them in flight, not lost."""
+        stage, st = self.stages[index], self.stats.stages[index]
         before = sum(stage.failed.values())
         pts = getattr(args[0], "pts", None) if args else None  # the frame being pushed, if any
         try:
-            it = iter(fn(*args))
+            result = fn(*args)
+            left = len(result) if isinstance(result, Sized) else 0
+            it = iter(result)
             while True:
                 try:
                     out = next(it)
@@ -150,9 +158,16 @@ class Pipeline:
                     break
                 st.frames_out += 1
                 st.failed.update(stage.failed)
+                left = max(left - 1, 0)
+                self._undelivered[index] = left
                 yield out
-        except ExitRequestedError:
-            raise  # stopping early: the frame is unfinished, not failed
+            self._undelivered[index] = 0
+        except (ExitRequestedError, KeyboardInterrupt):
+            # stopping early (the output's limit, Ctrl-C): the frame being pushed is unfinished,
+            # not failed; it is in flight in this stage
+            if args:
+                self._undelivered[index] += 1
+            raise
         except AvdnnError as exc:
             exc.with_context(filter=stage.label, pts=pts)
             st.failed.update(stage.failed)
@@ -273,16 +288,9 @@ class Pipeline:
         return self.stats
 
     def _settle(self) -> None:
-        """Each stage's declarations at the end (run.stats): by-design drops, frames in flight."""
+        """Each stage's declarations at the end (run.settle): by-design drops, frames in flight."""
         early = self.stats.error is not None or self._cut_short or not self._eof
-        for stage, st in zip(self.stages, self.stats.stages, strict=True):
-            for cause, n in getattr(stage, "dropped", {}).items():
-                st.dropped[cause] = n
-            if isinstance(stage, LavfiSegment):
-                design = any(spec.name in COUNT_CHANGING for spec in stage.specs)
-            else:
-                design = bool(getattr(stage, "changes_count", False))
-            st.settle(changes_count=design, ended_early=early)
+        settle_stages(self.stages, self.stats.stages, self._undelivered, ended_early=early)
 
     def report(self) -> None:
         """Log every accounting violation as a warning naming the stage (tests assert check())."""
@@ -307,7 +315,7 @@ class Pipeline:
         try:
             sink.write(frame, rate)
         except AvdnnError as exc:
-            self.stats.output_failed[exc.message] = 1
+            self.stats.output_failed[exc.message] = self.stats.output_failed.get(exc.message, 0) + 1
             raise
         if frame.side_data.arrival is not None:
             self.stats.latency.add(time.monotonic() - frame.side_data.arrival)

@@ -12,10 +12,14 @@ Every stage of the chain counts the frames it took and gave; what it drops or ad
   run.livequeue), so ``read = written + failed + dropped`` holds for it too.
 
 Conservation, per stage: ``in + added == out + failed + dropped + in_flight``, where a frame is
-"in flight" only when the run stopped before the end of its input (an error, ``-frames:v``, a
-closed iterator): then a stage may still hold frames. A run that reached its end holds nothing.
-Anything else is a violation naming the stage (:meth:`RunStats.violations`): ``check()`` is
-False in tests, and a run logs it as a warning. Streams around the chain (audio, subtitles,
+"in flight" only when the run stopped before the end of its input (an error, ``-frames:v``,
+Ctrl-C, a closed iterator): then a stage may still hold frames. In flight is bounded by what the
+stage can hold when the run stops, as counted by the scheduler (run.pipeline): the frames its
+last call gave that were not passed on yet, and those the stage itself says it keeps (a DNN
+filter's tasks, a libavfilter graph's buffered frames). A difference beyond that bound is lost,
+never balanced away; a run that reached its end holds nothing. Anything else is a violation
+naming the stage (:meth:`RunStats.violations`): ``check()`` is False in tests, and a run logs it
+as a warning. Streams around the chain (audio, subtitles,
 copied video) are counted per stream (:class:`~avdnn.media.streams.sidepath.StreamStats`); a copied
 stream must balance packet for packet.
 """
@@ -108,6 +112,8 @@ class StageStats:
     dropped: dict[str, int] = field(default_factory=dict)
     added: dict[str, int] = field(default_factory=dict)
     in_flight: int = 0
+    #: The most the stage could hold when the run stopped early (the bound of ``in_flight``).
+    could_hold: int = 0
 
     @property
     def imbalance(self) -> int:
@@ -121,11 +127,12 @@ class StageStats:
             - self.in_flight
         )
 
-    def settle(self, *, changes_count: bool, ended_early: bool) -> None:
+    def settle(self, *, changes_count: bool, ended_early: bool, can_hold: int = 0) -> None:
         """At the end of a run: what the stage's difference is allowed to be, and nothing else.
 
         ``changes_count``: the stage drops/adds frames by design (its difference is declared as
-        such); ``ended_early``: the run stopped before EOF, so frames it still holds are in flight.
+        such); ``ended_early``: the run stopped before EOF, so frames the stage still holds are in
+        flight, up to ``can_hold`` of them (what it could hold then); the rest stays a violation.
         """
         rest = self.imbalance
         if rest == 0:
@@ -136,7 +143,8 @@ class StageStats:
             else:
                 self.added[self.label] = self.added.get(self.label, 0) - rest
         elif ended_early and rest > 0:
-            self.in_flight += rest
+            self.could_hold = max(can_hold, 0)
+            self.in_flight += min(rest, self.could_hold)
 
 
 @dataclass
@@ -241,7 +249,7 @@ class RunStats:
                     f"stage '{stage.label}' {what} {abs(stage.imbalance)} frame(s): in {stage.frames_in}, "
                     f"out {stage.frames_out}, failed {sum(stage.failed.values())}, "
                     f"dropped {sum(stage.dropped.values())}, added {sum(stage.added.values())}, "
-                    f"in flight {stage.in_flight}"
+                    f"in flight {stage.in_flight}" + (f" (it could hold {stage.could_hold})" if stage.in_flight else "")
                 )
         entering = self.frames_read - self.read_ahead - sum(self.input_dropped.values())
         if self.input_taken is not None and self.input_taken != entering:

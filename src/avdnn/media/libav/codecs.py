@@ -4,7 +4,7 @@
   opt_default), so an unknown option is ffmpeg's "Unrecognized option";
 * what an encoder accepts (avcodec_get_supported_config: channel layouts, colour ranges) and
   ffmpeg's choice among pixel formats, for the format/aformat filters ffmpeg appends;
-* libavutil's size and channel-layout parsing, for raw inputs.
+* libavutil's size, duration and channel-layout parsing (raw inputs, -s, -ss/-t/-to).
 
 The libraries and structures are :mod:`avdnn.media.libav`'s (the ones PyAV loaded).
 """
@@ -21,6 +21,7 @@ __all__ = [
     "default_channel_layout",
     "encoder_channel_layouts",
     "encoder_color_ranges",
+    "parse_duration",
     "parse_video_size",
 ]
 
@@ -31,18 +32,41 @@ _AV_CODEC_CONFIG_CHANNEL_LAYOUT = 4
 _AV_CODEC_CONFIG_COLOR_RANGE = 5
 
 
+def _c_text(text: str) -> bytes | None:
+    """``text`` as the C string argv would carry (undecodable bytes as they came); None with a NUL."""
+    return None if "\x00" in text else text.encode("utf-8", "surrogateescape")
+
+
 def parse_video_size(text: str) -> tuple[int, int] | None:
     """libavutil's av_parse_video_size: ``WxH`` or an abbreviation; None when it cannot parse it."""
     avu, _ = _load()
+    raw = _c_text(text)
+    if raw is None:
+        return None
     w, h = ctypes.c_int(0), ctypes.c_int(0)
     fn = avu.av_parse_video_size
     fn.restype, fn.argtypes = (
         ctypes.c_int,
         [ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_char_p],
     )
-    if fn(ctypes.byref(w), ctypes.byref(h), text.encode()) < 0:
+    if fn(ctypes.byref(w), ctypes.byref(h), raw) < 0:
         return None
     return w.value, h.value
+
+
+def parse_duration(text: str) -> int | None:
+    """libavutil's av_parse_time for a duration (``[-][HH:]MM:SS[.m...]``, ``[-]S+[.m...][s|ms|us]``),
+    in microseconds, exactly as ffmpeg reads ``-ss``/``-t``/``-to``; None when it refuses it."""
+    avu, _ = _load()
+    raw = _c_text(text)
+    if raw is None:
+        return None
+    us = ctypes.c_int64(0)
+    fn = avu.av_parse_time
+    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.POINTER(ctypes.c_int64), ctypes.c_char_p, ctypes.c_int]
+    if fn(ctypes.byref(us), raw, 1) < 0:
+        return None
+    return us.value
 
 
 _classes: dict[str, int] | None = None
