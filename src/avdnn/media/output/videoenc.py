@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
-from avdnn.errors import AvdnnError, NotFoundError, from_av_error
+from avdnn.errors import AVERROR_ENCODER_NOT_FOUND, AvdnnError, NotFoundError, from_av_error
 from avdnn.media.frame import Frame
 from avdnn.media.libav.codecs import best_pix_fmt, encoder_color_ranges
 from avdnn.media.output.hashmux import HashStream
@@ -141,8 +141,9 @@ class VideoEncoder:
     """One output's video encoder: chosen at once, opened on the first frame, fed through the sync.
 
     ``codec_name`` is ``-c:v`` (or the muxer's default); an unknown one is ffmpeg's "Unknown
-    encoder". ``mux(packet, tb)`` takes each packet; ``progress(end, at_limit)`` hears where each
-    encoded frame ends (s) and whether it was the last ``max_packets`` allows. ``fill_durations``:
+    encoder" (AVERROR_ENCODER_NOT_FOUND: exit 8). ``mux(packet, tb)`` takes each packet;
+    ``progress(end, at_limit)`` hears where each encoded frame ends (s) and whether it was the
+    last ``max_packets`` allows. ``fill_durations``:
     the muxer (a hash muxer) needs each packet's duration, as libavformat's muxing fills it.
     Counters: ``frames_received``, ``frames_past_time`` (past the output's -t), ``packets_encoded``
     (duplicates included: what -frames:v counts).
@@ -171,7 +172,7 @@ class VideoEncoder:
         try:
             self.codec = av.Codec(codec_name, "w")
         except (av.FFmpegError, ValueError) as exc:
-            raise NotFoundError(f"Unknown encoder '{codec_name}'", file=name) from exc
+            raise NotFoundError(f"Unknown encoder '{codec_name}'", code=AVERROR_ENCODER_NOT_FOUND, file=name) from exc
         self.pix_fmt = self._closest_pix_fmt(pix_fmt)
         self.rate = rate
         self.fps_mode = fps_mode
