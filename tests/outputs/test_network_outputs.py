@@ -19,6 +19,13 @@ from outputs_util import Peer, Receiver, free_port, hashes, source_hashes, wait_
 from spine_util import run_cli, run_ffmpeg
 
 LOSSLESS = ["-c:v", "libx264", "-qp", "0"]
+QUIET = ["-hide_banner", "-loglevel", "error"]
+
+
+def _avdnn(*args: str) -> list[str]:
+    """The avdnn command line run as a child process."""
+    return [sys.executable, "-m", "avdnn", *QUIET, *args]
+
 
 #: protocol -> (the receiver's input options, its URL, the sender's output options); PORT is filled in
 CASES = {
@@ -86,8 +93,7 @@ def test_the_issues_commands_as_written(
 def test_pipe_output_reaches_ffmpeg(ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
     """``pipe:1``: libavformat's pipe protocol on the descriptor, read by ffmpeg from its stdin."""
     sender = subprocess.Popen(
-        [sys.executable, "-m", "avdnn", "-hide_banner", "-loglevel", "error", "-i", clip["carphone"], *LOSSLESS]
-        + ["-f", "mpegts", "pipe:1"],
+        _avdnn("-i", clip["carphone"], *LOSSLESS, "-f", "mpegts", "pipe:1"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -132,10 +138,8 @@ def test_a_lost_peer_ends_that_output_and_the_others_go_on(ffmpeg: str, clip: di
     """The peer resets the connection after 20 kB: that output fails with its cause, the file is whole."""
     with Peer("drop") as peer:
         other = tmp_path / "other.framemd5"
-        got = run_cli(
-            ["-hide_banner", "-loglevel", "error", "-i", clip["carphone"]]
-            + ["-c:v", "rawvideo", "-f", "nut", f"tcp://127.0.0.1:{peer.port}", "-f", "framemd5", str(other)]
-        )
+        push = ["-c:v", "rawvideo", "-f", "nut", f"tcp://127.0.0.1:{peer.port}"]
+        got = run_cli([*QUIET, "-i", clip["carphone"], *push, "-f", "framemd5", str(other)])
     assert got.rc in (152, 224), got.err  # ECONNRESET or EPIPE, whichever the kernel reports first
     assert "Connection reset by peer" in got.err or "Broken pipe" in got.err, got.err
     assert hashes(other.read_text()) == source_hashes(ffmpeg, clip["carphone"])
@@ -145,10 +149,8 @@ def test_a_peer_that_stops_reading_is_bounded_by_rw_timeout(ffmpeg: str, clip: d
     """The peer accepts and never reads: the write waits -rw_timeout (0.3 s), not for ever."""
     with Peer("stall") as peer:
         other = tmp_path / "other.framemd5"
-        got = run_cli(
-            ["-hide_banner", "-loglevel", "error", "-i", clip["carphone"], "-c:v", "rawvideo", "-f", "nut"]
-            + ["-rw_timeout", "300000", f"tcp://127.0.0.1:{peer.port}", "-f", "framemd5", str(other)]
-        )
+        push = ["-c:v", "rawvideo", "-f", "nut", "-rw_timeout", "300000", f"tcp://127.0.0.1:{peer.port}"]
+        got = run_cli([*QUIET, "-i", clip["carphone"], *push, "-f", "framemd5", str(other)])
     assert got.rc == 146 and "Connection timed out" in got.err, got.err  # AVERROR(ETIMEDOUT)
     assert hashes(other.read_text()) == source_hashes(ffmpeg, clip["carphone"])
 
@@ -157,8 +159,7 @@ def test_a_listening_output_serves_its_peer(ffmpeg: str, clip: dict[str, str], t
     """``tcp://...?listen=1`` as an output: avdnn waits for its peer, as ffmpeg does."""
     port = free_port()
     sender = subprocess.Popen(
-        [sys.executable, "-m", "avdnn", "-hide_banner", "-loglevel", "error", "-i", clip["carphone"], *LOSSLESS]
-        + ["-f", "mpegts", f"tcp://127.0.0.1:{port}?listen=1"],
+        _avdnn("-i", clip["carphone"], *LOSSLESS, "-f", "mpegts", f"tcp://127.0.0.1:{port}?listen=1"),
         stderr=subprocess.PIPE,
     )
     try:
@@ -179,8 +180,7 @@ def test_ctrl_c_ends_a_listening_output_nobody_joins(more: list[str], clip: dict
     """Waiting for a peer is not for ever: SIGINT ends it (the run exits 255, as ffmpeg after Ctrl-C)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "avdnn", "-hide_banner", "-loglevel", "error", "-nostdin", "-i", clip["carphone"]]
-        + ["-f", "mpegts", f"tcp://127.0.0.1:{port}?listen=1", *more],
+        _avdnn("-nostdin", "-i", clip["carphone"], "-f", "mpegts", f"tcp://127.0.0.1:{port}?listen=1", *more),
         stderr=subprocess.PIPE,
     )
     try:
