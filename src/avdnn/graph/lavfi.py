@@ -112,7 +112,7 @@ class LavfiSegment:
         except AvdnnError as exc:
             log.warning(
                 "'%s': could not read the frame rate and aspect ratio of the chain (%s); using its input's (%s, %s)",
-                self.label,
+                self.text,
                 exc,
                 self.in_rate or "unknown rate",
                 frame.sample_aspect_ratio or "unknown aspect ratio",

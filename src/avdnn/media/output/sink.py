@@ -251,10 +251,12 @@ class Sink:
             return lane.encoder.open(self._muxer.container, frame, rate, tb, matrix), tb
         except (av.FFmpegError, ValueError) as exc:
             err = from_av_error(exc, file=self.name)
+            which = f"video stream #{lane.nth}: " if len(self.lanes) > 1 else ""
             err.message = (
-                f"could not open encoder '{lane.codec_name}' for {frame.width}x{frame.height} "
+                f"{which}could not open encoder '{lane.codec_name}' for {frame.width}x{frame.height} "
                 f"{frame.format}: {err.message}"
             )
+            self._failure = self._failure or (lane.nth, err)
             raise err from exc
 
     def _create_outputs(self) -> None:
@@ -305,7 +307,9 @@ class Sink:
         nth, exc = self._failure
         code = exc.code if isinstance(exc, AvdnnError) else -5
         why = exc.message if isinstance(exc, AvdnnError) else f"{type(exc).__name__}: {exc}"
-        return from_code(code, f"video stream #{nth} of the output failed: {why}", file=self.name)
+        if not why.startswith("video stream #"):
+            why = f"video stream #{nth} of the output failed: {why}"
+        return from_code(code, why, file=self.name)
 
     def fail_lane(self, lane: VideoLane, error: BaseException) -> None:
         """A video stream's pipeline failed: the output fails (the other streams stop at their next frame)."""
