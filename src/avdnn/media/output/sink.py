@@ -14,21 +14,20 @@ writes its trailer, so the file is valid with the frames before the error.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, BinaryIO
 
-from avdnn.errors import AvdnnError, InvalidArgumentError, from_av_error, from_code
-from avdnn.media.frame import Frame
+from avdnn.errors import AvdnnError, from_av_error
 from avdnn.media.output.muxer import Muxer
 from avdnn.media.output.sidesync import SideSync
 from avdnn.media.output.videoenc import VideoEncoder, auto_fps_mode
-from avdnn.media.output.videolane import VideoLane, VideoSettings
+from avdnn.media.output.videolane import FirstVideo, VideoLane, VideoSettings
+from avdnn.media.output.videostreams import VideoStreams
 from avdnn.media.streams.sidepath import SidePath
 
 
-class Sink:
+class Sink(FirstVideo):
     """Encodes and muxes avdnn Frames into one output (a path, ``-`` for stdout, a URL, or a file object).
 
     The output's streams are set by :meth:`set_streams` (its video streams with their settings,
@@ -39,6 +38,11 @@ class Sink:
     interleaver, so the muxer sees ffmpeg's order. The other arguments are the output's options,
     the defaults of every video stream.
     """
+
+    sides: list[SidePath]
+    ready: bool
+    _order: list[SidePath | VideoLane]
+    _videos: VideoStreams
 
     def __init__(
         self,
@@ -97,8 +101,7 @@ class Sink:
         self._max_packets: int | None = None
         #: The output's video streams in output order (the first one is written through the sink).
         self.lanes: list[VideoLane] = []
-        self._failure: tuple[int, BaseException] | None = None
-        self._set_order((), [])
+        self._set_order((), 0)
         #: Metadata of the output's streams by output index, and chapters (set by the run plan).
         self.stream_metadata: dict[int, dict[str, str]] = {}
         #: AVStream dispositions by output index (run.selection.plan_dispositions)
@@ -113,8 +116,12 @@ class Sink:
         Each video stream's encoder is chosen here (``Unknown encoder`` and ffmpeg's "Automatic
         encoder selection failed" are raised now, as ffmpeg's choose_encoder raises them).
         """
-        lanes = [self._new_lane(index, nth, settings) for nth, (index, settings) in enumerate(videos)]
-        self._set_order(sides, lanes)
+        self._set_order(sides, len(videos))
+        self.lanes = [self._new_lane(index, nth, settings) for nth, (index, settings) in enumerate(videos)]
+        self._videos.set(self.lanes)
+        at = {lane.video_index: lane for lane in self.lanes}
+        remaining = iter(self.sides)
+        self._order = [at[i] if i in at else next(remaining) for i in range(len(self.sides) + len(self.lanes))]
         for side in self.sides:
             side.attach(self)
 
@@ -161,29 +168,38 @@ class Sink:
             mux=lambda packet, tb: self._meet.push(index, packet, tb),
             progress=progress,
         )
-        lane = VideoLane(self, encoder, video_index=index, nth=nth, size=settings.size or self._size)
+        size = settings.size or self._size
+        lane = VideoLane(self._videos, encoder, video_index=index, nth=nth, size=size, trim=self.trim_filter())
         if self._max_packets is not None:
             encoder.max_packets = self._max_packets
         return lane
 
-    def _set_order(self, sides: Sequence[SidePath], lanes: Sequence[VideoLane]) -> None:
+    def _set_order(self, sides: Sequence[SidePath], videos: int) -> None:
+        """The side streams, the interleaver of the output's ``videos`` + sides streams, and the
+        meeting of its video streams (their lanes are put in order by :meth:`set_streams`)."""
         self.sides = list(sides)
-        self.lanes = list(lanes)
-        n = len(self.sides) + len(self.lanes)
-        at = {lane.video_index: lane for lane in self.lanes}
-        remaining = iter(self.sides)
-        self._order: list[SidePath | VideoLane] = [at[i] if i in at else next(remaining) for i in range(n)]
+        self._order = list(self.sides)
         self._meet = SideSync(
-            n,
+            len(self.sides) + videos,
             self._write_packet,
-            video=bool(self.lanes),
+            video=videos > 0,
             on_video=[side.on_video for side in self.sides],
             on_drop=self._dropped_at_cut,
         )
         #: Held by every thread that encodes or muxes into this output.
         self.lock = self._meet.lock
-        self._cond = threading.Condition(self.lock)
+        self._videos = VideoStreams(
+            lock=self.lock,
+            create=self._create_outputs,
+            ready=lambda: self.ready,
+            end_stream=self._meet.end,
+            name=self.name,
+        )
         self.ready = False
+
+    def fail_lane(self, lane: VideoLane, error: BaseException) -> None:
+        """A video stream's pipeline failed: the output fails (its first stream stops at its next frame)."""
+        self._videos.fail_lane(lane, error)
 
     @property
     def video_index(self) -> int | None:
@@ -256,7 +272,7 @@ class Sink:
                 f"{which}could not open encoder '{lane.codec_name}' for {frame.width}x{frame.height} "
                 f"{frame.format}: {err.message}"
             )
-            self._failure = self._failure or (lane.nth, err)
+            self._videos.record(lane, err)
             raise err from exc
 
     def _create_outputs(self) -> None:
@@ -278,110 +294,6 @@ class Sink:
         for side in self.sides:
             side.on_ready()
 
-    # -- the video streams ----------------------------------------------------------------
-
-    def open_lane(self, lane: VideoLane, frame: Frame, rate: Fraction | None) -> None:
-        """A video stream's first frame: once every video stream has one, the encoders open and
-        the header is written (by whichever stream came last; the others wait for it)."""
-        out_rate, tb = lane.encoder.timing(frame, rate)
-        with self._cond:
-            lane.first = (frame, out_rate, tb)
-            if all(other.first is not None for other in self.lanes):
-                try:
-                    self._create_outputs()
-                except BaseException as exc:
-                    self._failure = self._failure or (lane.nth, exc)
-                    raise
-                finally:
-                    self._cond.notify_all()
-            else:
-                self._cond.wait_for(lambda: self.ready or self._failure is not None or self._closed)
-                if not self.ready:
-                    raise self._failed_error(lane)
-        lane.encoder.begin(tb)
-
-    def _failed_error(self, lane: VideoLane) -> AvdnnError:
-        """The error a stream waiting for the header gets when another stream failed first."""
-        if self._failure is None:
-            return InvalidArgumentError("the output was closed before its header", file=self.name)
-        nth, exc = self._failure
-        code = exc.code if isinstance(exc, AvdnnError) else -5
-        why = exc.message if isinstance(exc, AvdnnError) else f"{type(exc).__name__}: {exc}"
-        if not why.startswith("video stream #"):
-            why = f"video stream #{nth} of the output failed: {why}"
-        return from_code(code, why, file=self.name)
-
-    def fail_lane(self, lane: VideoLane, error: BaseException) -> None:
-        """A video stream's pipeline failed: the output fails (the other streams stop at their next frame)."""
-        with self._cond:
-            self._failure = self._failure or (lane.nth, error)
-            self._cond.notify_all()
-
-    def check_failed(self) -> None:
-        """Raise when another video stream of the output failed (the output ends with its error)."""
-        if self._failure is not None:
-            raise self._failed_error(self.lanes[0])
-
-    def end_lane(self, lane: VideoLane) -> None:
-        """A video stream (not the first) ends: its encoder is flushed, the other streams go on."""
-        try:
-            if lane.encoder.started:
-                lane.encoder.flush()
-        finally:
-            with self._cond:
-                if lane.first is None and self._failure is None:
-                    self._failure = (lane.nth, InvalidArgumentError("its chain ended before any frame"))
-                assert lane.video_index is not None
-                self._meet.end(lane.video_index)
-                self._cond.notify_all()
-
-    def _open(self, frame: Frame, rate: Fraction | None) -> None:
-        self.open_lane(self.video_lane, frame, rate)
-
-    @property
-    def video_lane(self) -> VideoLane:
-        """The first video stream."""
-        assert self.lanes, "the output has no video stream"
-        return self.lanes[0]
-
-    @property
-    def video(self) -> VideoEncoder:
-        """The first video stream's encoder (its codec, pixel formats, counters)."""
-        return self.video_lane.encoder
-
-    @property
-    def codec_name(self) -> str:
-        return self.video.codec_name
-
-    @property
-    def size(self) -> tuple[int, int] | None:
-        """Output -s WxH of the first video stream: its frames are scaled to it (ffmpeg's autoscale)."""
-        return self.lanes[0].size if self.lanes else self._size
-
-    def accepted_pix_fmts(self) -> list[str] | None:
-        """Pixel formats the encoder takes (the ffmpeg CLI appends format= with these); None: any."""
-        return self.video.accepted_pix_fmts() if self.lanes else None
-
-    def accepted_color_ranges(self) -> list[str] | None:
-        """Colour ranges the encoder takes ("tv", "pc"), as ffmpeg adds them to its format=."""
-        return self.video.accepted_color_ranges() if self.lanes else None
-
-    @property
-    def started(self) -> bool:
-        """Whether the first video encoder is open (a first frame came, or :meth:`start` was called)."""
-        return bool(self.lanes) and self.video.started
-
-    def start(
-        self, width: int, height: int, pix_fmt: str, *, sar: Fraction | None = None, rate: Fraction | None = None
-    ) -> None:
-        """Open the encoder without a frame: ffmpeg still writes header and trailer when
-        no frame reaches the output (``select=0``), from what the filter graph negotiated."""
-        self.video_lane.start(width, height, pix_fmt, sar=sar, rate=rate)
-
-    def write(self, frame: Frame, rate: Fraction | None = None) -> None:
-        """Encode one frame of the first video stream (rate: the chain's output frame rate)."""
-        self.video_lane.write(frame, rate)
-
     def _video_at(self, end: Fraction, at_limit: bool) -> None:
         """An encoded frame ends at ``end`` (s): the side streams may follow (and end there at -frames:v)."""
         if not self.sides:
@@ -390,41 +302,6 @@ class Sink:
             assert self.video_index is not None
             self._meet.finish_at(self.video_index, end)
         self._meet.video_progress(end)
-
-    @property
-    def max_packets(self) -> int | None:
-        """-frames:v: stop handing frames to the encoder after this many."""
-        return self.video.max_packets if self.lanes else self._max_packets
-
-    @max_packets.setter
-    def max_packets(self, value: int | None) -> None:
-        self._max_packets = value
-        if self.lanes:
-            self.video.max_packets = value
-
-    @property
-    def packets_encoded(self) -> int:
-        """Frames handed to the encoder, duplicates included (what -frames:v counts)."""
-        return self.video.packets_encoded if self.lanes else 0
-
-    @property
-    def frames_past_time(self) -> int:
-        """Frames the encoder did not take because they lie past the output's -t (check_recording_time)."""
-        return self.video.frames_past_time if self.lanes else 0
-
-    @property
-    def frames_written(self) -> int:
-        """Input frames that reached the output at least once."""
-        return self.video_lane.frames_written if self.lanes else 0
-
-    @property
-    def frames_dropped(self) -> int:
-        """Frames never encoded: dropped by the video sync, or past the output's -t."""
-        return self.video.frames_dropped if self.lanes else 0
-
-    @property
-    def frames_duplicated(self) -> int:
-        return self.video.frames_duplicated if self.lanes else 0
 
     # -- the side streams (SideOutput) ----------------------------------------------------
 
@@ -489,12 +366,8 @@ class Sink:
 
         if self._closed:
             return
-        with self._cond:
-            self._closed = self._meet.closed = True
-            if self.lanes and self.lanes[0].first is None and self._failure is None and len(self.lanes) > 1:
-                # the first stream ended without a frame: the others cannot get a header any more
-                self._failure = (0, InvalidArgumentError("its chain ended before any frame"))
-            self._cond.notify_all()  # a video stream waiting for the header stops waiting
+        self._closed = self._meet.closed = True
+        self._videos.close()  # a video stream waiting for the header stops waiting
         errors: list[BaseException] = []
 
         def step(fn: Callable[[], Any]) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from avdnn.media.frame import Frame
 from avdnn.media.output.videoenc import VideoEncoder
 
-__all__ = ["VideoLane", "VideoOutput", "VideoSettings"]
+__all__ = ["FirstVideo", "VideoLane", "VideoOutput", "VideoSettings"]
 
 
 @dataclass(frozen=True)
@@ -75,12 +75,10 @@ class VideoOutput(Protocol):
 
 
 class LaneHost(Protocol):
-    """What a lane needs of its output (the Sink)."""
+    """What a lane needs of its output (its :class:`~.videostreams.VideoStreams`)."""
 
     def open_lane(self, lane: VideoLane, frame: Frame, rate: Fraction | None) -> None: ...
     def end_lane(self, lane: VideoLane) -> None: ...
-    def fail_lane(self, lane: VideoLane, error: BaseException) -> None: ...
-    def trim_filter(self, audio: bool = False) -> tuple[str, str] | None: ...
     def check_failed(self) -> None: ...
 
 
@@ -99,8 +97,10 @@ class VideoLane:
         video_index: int,
         nth: int,
         size: tuple[int, int] | None,
+        trim: tuple[str, str] | None = None,
     ) -> None:
         self._host = host
+        self._trim = trim
         self.encoder = encoder
         self.video_index: int | None = video_index
         self.nth = nth
@@ -140,7 +140,8 @@ class VideoLane:
         return self.encoder.accepted_color_ranges()
 
     def trim_filter(self, audio: bool = False) -> tuple[str, str] | None:
-        return self._host.trim_filter(audio)
+        """The output's -ss/-t as the trim ffmpeg appends to the stream's chain (None: none)."""
+        return self._trim
 
     @property
     def started(self) -> bool:
@@ -189,3 +190,96 @@ class VideoLane:
     @property
     def frames_duplicated(self) -> int:
         return self.encoder.frames_duplicated
+
+
+class FirstVideo:
+    """An output's first video stream, as the pipeline of its first chain writes to it.
+
+    The :class:`~avdnn.media.output.sink.Sink` is one (so the output's side streams, which go
+    with its first video stream, and its end are the pipeline's too); the output's other video
+    streams are written through their own :class:`VideoLane`. Without a video stream it counts
+    nothing and takes no frame.
+    """
+
+    lanes: list[VideoLane]
+    _size: tuple[int, int] | None
+    _max_packets: int | None
+
+    @property
+    def video_lane(self) -> VideoLane:
+        """The first video stream."""
+        assert self.lanes, "the output has no video stream"
+        return self.lanes[0]
+
+    @property
+    def video(self) -> VideoEncoder:
+        """The first video stream's encoder (its codec, pixel formats, counters)."""
+        return self.video_lane.encoder
+
+    @property
+    def codec_name(self) -> str:
+        return self.video.codec_name
+
+    @property
+    def size(self) -> tuple[int, int] | None:
+        """Output -s WxH of the first video stream: its frames are scaled to it (ffmpeg's autoscale)."""
+        return self.lanes[0].size if self.lanes else self._size
+
+    def accepted_pix_fmts(self) -> list[str] | None:
+        """Pixel formats the encoder takes (the ffmpeg CLI appends format= with these); None: any."""
+        return self.video.accepted_pix_fmts() if self.lanes else None
+
+    def accepted_color_ranges(self) -> list[str] | None:
+        """Colour ranges the encoder takes ("tv", "pc"), as ffmpeg adds them to its format=."""
+        return self.video.accepted_color_ranges() if self.lanes else None
+
+    @property
+    def started(self) -> bool:
+        """Whether the first video encoder is open (a first frame came, or :meth:`start` was called)."""
+        return bool(self.lanes) and self.video.started
+
+    def start(
+        self, width: int, height: int, pix_fmt: str, *, sar: Fraction | None = None, rate: Fraction | None = None
+    ) -> None:
+        """Open the encoder without a frame: ffmpeg still writes header and trailer when
+        no frame reaches the output (``select=0``), from what the filter graph negotiated."""
+        self.video_lane.start(width, height, pix_fmt, sar=sar, rate=rate)
+
+    def write(self, frame: Frame, rate: Fraction | None = None) -> None:
+        """Encode one frame of the first video stream (rate: the chain's output frame rate)."""
+        self.video_lane.write(frame, rate)
+
+    @property
+    def max_packets(self) -> int | None:
+        """-frames:v: stop handing frames to the encoder after this many."""
+        return self.video.max_packets if self.lanes else self._max_packets
+
+    @max_packets.setter
+    def max_packets(self, value: int | None) -> None:
+        self._max_packets = value
+        if self.lanes:
+            self.video.max_packets = value
+
+    @property
+    def packets_encoded(self) -> int:
+        """Frames handed to the encoder, duplicates included (what -frames:v counts)."""
+        return self.video.packets_encoded if self.lanes else 0
+
+    @property
+    def frames_past_time(self) -> int:
+        """Frames the encoder did not take because they lie past the output's -t (check_recording_time)."""
+        return self.video.frames_past_time if self.lanes else 0
+
+    @property
+    def frames_written(self) -> int:
+        """Input frames that reached the output at least once."""
+        return self.video_lane.frames_written if self.lanes else 0
+
+    @property
+    def frames_dropped(self) -> int:
+        """Frames never encoded: dropped by the video sync, or past the output's -t."""
+        return self.video.frames_dropped if self.lanes else 0
+
+    @property
+    def frames_duplicated(self) -> int:
+        return self.video.frames_duplicated if self.lanes else 0
