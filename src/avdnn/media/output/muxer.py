@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, BinaryIO
 
+from avdnn._util.redact import redact_url
 from avdnn.errors import (
     AVERROR_ENCODER_NOT_FOUND,
     AvdnnError,
@@ -234,7 +235,7 @@ class Muxer:
                 self._options[known[0]] = known[1](bound)
                 self.container = self._new_container(target, self._options, format=self.format_name)
             return
-        self._net = NetworkTarget(target, self.name, self._options, stopped=self._stopped)
+        self._net = NetworkTarget(target, redact_url(target), self._options, stopped=self._stopped)
         self.container = self._on_network()
 
     def _open_hash_target(self) -> Any:
@@ -246,7 +247,7 @@ class Muxer:
         if target.startswith("pipe:"):
             self._file = open(int(target[5:] or 1), "wb", closefd=False)  # noqa: SIM115 - closed in close_steps()
         elif self.network:
-            self._file = self._net = NetworkTarget(target, self.name, self._options, stopped=self._stopped)
+            self._file = self._net = NetworkTarget(target, redact_url(target), self._options, stopped=self._stopped)
         else:
             try:
                 self._file = open(target.removeprefix("file:"), "wb")  # noqa: SIM115 - closed in close_steps()
