@@ -1,8 +1,8 @@
 """An output's video encoder, as the ffmpeg tool decides and feeds it.
 
-What ffmpeg decides: the image2 codec by file extension, the ``-fps_mode auto`` of a muxer
-(ffmpeg_mux_init.c), the pixel format the encoder takes, the encoder time base, and the
-encoder it opens (ffmpeg_enc.c's enc_open: threads, time base, rate, aspect ratio, colour,
+What ffmpeg decides (the encoder itself is the muxer's choice, :mod:`.muxer`): the ``-fps_mode
+auto`` of a muxer (ffmpeg_mux_init.c), the pixel format the encoder takes, the encoder time
+base, and the encoder it opens (ffmpeg_enc.c's enc_open: threads, time base, rate, aspect ratio, colour,
 field order, the display matrix). How it is fed (:class:`VideoEncoder`): through the frame-rate
 sync (:mod:`.vsync`), stopping at ``-frames:v`` and the output's ``-t``.
 """
@@ -23,39 +23,11 @@ from avdnn.media.output.vsync import VideoSync
 __all__ = [
     "AVFMT_NOTIMESTAMPS",
     "AVFMT_VARIABLE_FPS",
-    "IMAGE2_CODECS",
     "VideoEncoder",
     "auto_fps_mode",
     "open_video_encoder",
 ]
 
-#: ffmpeg's image2 codec by file extension (libavformat/img2.c), for -f image2 outputs.
-IMAGE2_CODECS = {
-    "png": "png",
-    "jpg": "mjpeg",
-    "jpeg": "mjpeg",
-    "bmp": "bmp",
-    "tif": "tiff",
-    "tiff": "tiff",
-    "ppm": "ppm",
-    "pgm": "pgm",
-    "pbm": "pbm",
-    "pam": "pam",
-    "webp": "libwebp",
-    "gif": "gif",
-    "tga": "targa",
-    "exr": "exr",
-    "qoi": "qoi",
-    "sgi": "sgi",
-    "pcx": "pcx",
-    "dpx": "dpx",
-    "jp2": "jpeg2000",
-    "j2k": "jpeg2000",
-    "xwd": "xwd",
-    "pfm": "pfm",
-    "phm": "phm",
-    "hdr": "hdr",
-}
 AVFMT_NOTIMESTAMPS = 0x80
 AVFMT_VARIABLE_FPS = 0x400
 AV_CODEC_FLAG_BITEXACT = 0x800000
