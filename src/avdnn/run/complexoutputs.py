@@ -140,14 +140,16 @@ def _chain_of(plan: ComplexPlan, graph: str) -> str:
     return plan.chain_text if plan.linear else graph
 
 
-def check_reopenable(url: str, fmt: str | None, k: int) -> None:
-    """Refuse a second reader of input ``k`` for a core input when the input can be read once:
-    a pipe, or a network input (a live stream would be two streams, a server may refuse two)."""
+def check_reopenable(url: str, fmt: str | None, k: int, *, who: str = "the graph") -> None:
+    """Refuse a second reader of input ``k`` (for a core input, or ``who``: another video stream
+    of the output) when the input can be read once: a pipe, or a network input (a live stream
+    would be two streams, a server may refuse two)."""
     pipe = url == "-" or url.startswith("pipe:")
     if pipe or is_network(url, fmt):
         raise NotSupportedError(
-            f"-filter_complex: input #{k} is {'a pipe' if pipe else 'a network input'}, which can be read "
-            "only once, and the graph needs a reader of its own for it",
+            f"{'-filter_complex: ' if who == 'the graph' else ''}input #{k} is "
+            f"{'a pipe' if pipe else 'a network input'}, which can be read only once, "
+            f"and {who} needs a reader of its own for it",
             option="i",
         )
 

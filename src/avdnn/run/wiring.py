@@ -23,6 +23,7 @@ from avdnn.media.input.companion import CompanionInput
 from avdnn.media.input.source import Source
 from avdnn.media.output.sink import Sink
 from avdnn.media.output.videolane import VideoSettings
+from avdnn.run.complexoutputs import check_reopenable
 from avdnn.run.metadata import plan_dispositions, plan_metadata
 from avdnn.run.selection import StreamOptions, select_streams
 from avdnn.run.streampaths import build_sides, filtered_copy_error
@@ -126,6 +127,10 @@ def plan_output(
             file = files[id(stream)][0]
             lanes.append(LanePlan(position, nth, file, stream, chain, plan, lane_settings(opts, nth)))
         nth += 1
+    for lane in lanes[1:]:  # each further video stream reads its input again (run.lanes)
+        src = inputs[lane.file]
+        assert src is not None
+        check_reopenable(src.url, src.format, lane.file, who=f"video stream #{lane.nth} of the output")
     if not lanes and filters.strip():
         raise InvalidArgumentError(
             "a filter chain (-vf) was given but the output has no video stream to filter", option="vf"
