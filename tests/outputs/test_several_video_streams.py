@@ -8,6 +8,8 @@ specifier) are how an HLS ladder or an original-plus-upscaled file is made; each
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,32 @@ def test_the_stream_mapping_block_names_each_stream(clip: dict[str, str]) -> Non
         "Stream mapping:\n  Stream #0:0 (h264) -> split:default\n"
         "  hflip:default -> Stream #0:0 (rawvideo)\n  vflip:default -> Stream #0:1 (rawvideo)\n"
     ) in got.err, got.err
+
+
+def test_a_pipe_feeds_one_chained_video_stream(tmp_path: Path) -> None:
+    """A second video stream would read the pipe again: refused by name, before anything is written."""
+    out = tmp_path / "two.mkv"
+    raw = ["-f", "rawvideo", "-s", "8x8", "-pix_fmt", "gray", "-i", "-"]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "avdnn",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            *raw,
+            "-map",
+            "0:v",
+            "-map",
+            "0:v",
+            str(out),
+        ],
+        input=bytes(64 * 10),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 218 and "video stream #1 of the output needs a reader of its own" in err, err
+    assert not out.exists()
