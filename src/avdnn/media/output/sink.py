@@ -145,11 +145,9 @@ class Sink(FirstVideo):
             else self._fps_mode
         )
         codec = settings.codec or self._codec or muxer.video_encoder()
-        lane: VideoLane | None = None
 
         def progress(end: Fraction, at_limit: bool) -> None:
-            assert lane is not None
-            if nth == 0:
+            if nth == 0:  # the side streams follow the first video stream
                 self._video_at(end, at_limit)
             elif at_limit:
                 self._meet.finish_at(index, end)
