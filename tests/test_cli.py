@@ -191,7 +191,8 @@ def test_unknown_cli_option(ffmpeg: str) -> None:
 
 
 def test_unknown_encoder() -> None:
-    _fails([*SRC, "-c:v", "nosuchenc", *NULL], 254, "nosuchenc")
+    """ffmpeg: "Unknown encoder", AVERROR_ENCODER_NOT_FOUND (exit 8), not ENOENT's 254."""
+    _fails([*SRC, "-c:v", "nosuchenc", *NULL], 8, "Unknown encoder 'nosuchenc'")
 
 
 def test_no_output() -> None:

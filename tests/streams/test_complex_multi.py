@@ -296,7 +296,6 @@ def test_what_cannot_run_is_refused_by_name(graph: str, error: type[Exception], 
 def test_refusals_on_the_command_line(clip: dict[str, str]) -> None:
     inputs = _inputs(clip)
     for args, words in (
-        (["-filter_complex", "[0:v]split[a][b]", "-map", "[a]", "-map", "[b]"], "several video outputs"),
         (["-filter_complex", "[1:v][1:v]hstack[o]", "-map", "[o]"], "no video of input #0"),
         (
             ["-filter_complex", "[0:v]hflip[a];[a][0:v]hstack[o]", "-map", "[o]", "-vf", "null"],

@@ -142,9 +142,16 @@ def source_option(dest: dict[str, Any], demuxer: dict[str, str], tok: str, value
         dest[key] = kind(val)
 
 
+#: Output options that take a stream specifier for one video stream (``-s:v:1``, ``-filter:v:1``):
+#: kept per stream (StreamOptions.per_stream), each video stream's own (run.wiring.lane_settings).
+_PER_VIDEO_STREAM = {"vf": "filter", "filter": "filter", "s": "s", "pix_fmt": "pix_fmt", "r": "r"}
+
+
 def output_option(a: Args, name: str, spec: str, val: str) -> None:
     st = a.streams
-    if name in ("vf", "filter") and spec in ("", "v"):
+    if name in _PER_VIDEO_STREAM and spec.startswith("v:"):
+        _per_video_stream(a, _PER_VIDEO_STREAM[name], spec, val)
+    elif name in ("vf", "filter") and spec in ("", "v"):
         a.filters = val
     elif name == "af" or (name == "filter" and spec == "a"):
         st.audio_filters = val
@@ -187,7 +194,7 @@ def output_option(a: Args, name: str, spec: str, val: str) -> None:
 
         a.size = parse_size(val)
     elif name in ("b", "ar", "ac"):
-        if name == "b" and spec in ("", "v", "v:0"):
+        if name == "b" and spec in ("", "v"):
             a.codec_options["b"] = val
         else:
             st.per_stream[(name, spec or "a")] = val
@@ -211,3 +218,23 @@ def output_option(a: Args, name: str, spec: str, val: str) -> None:
             raise InvalidArgumentError(f"Invalid value {val} for fps_mode", option="fps_mode")
     else:
         raise OptionNotFoundError(f"Unrecognized option '{name}:{spec}'.", code=AVERROR_OPTION_NOT_FOUND)
+
+
+def _per_video_stream(a: Args, name: str, spec: str, val: str) -> None:
+    """``-s:v:1 WxH``, ``-filter:v:1 CHAIN``, ``-pix_fmt:v:1``, ``-r:v:1``: one video stream's own."""
+    if name == "s":
+        from avdnn.media.values import parse_size
+
+        parse_size(val)  # checked here, so the error names the option before anything opens
+    elif name == "pix_fmt":
+        from avdnn.media.pixfmt import canonical, is_known
+
+        if not is_known(val):
+            raise InvalidArgumentError(f"Unknown pixel format requested: {val}.", option="pix_fmt")
+        val = canonical(val)
+    elif name == "r":
+        try:
+            Fraction(val)
+        except (ValueError, ZeroDivisionError):
+            raise InvalidArgumentError(f"Invalid framerate value: {val}", option="r") from None
+    a.streams.per_stream[(name, spec)] = val

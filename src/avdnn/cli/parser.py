@@ -182,7 +182,12 @@ def parse_args(argv: Sequence[str]) -> Args:
             output_option(a, name, spec, value(tok))
         else:
             owner = _check_av_option(tok)
-            (a.format_options if owner == "avformat" else a.codec_options)[tok[1:]] = value(tok)
+            if owner == "avformat":
+                a.format_options[name] = value(tok)
+            elif spec:  # -crf:v:1 30, -preset:v fast: the streams the specifier names (run.wiring)
+                a.streams.per_stream[(name, spec)] = value(tok)
+            else:
+                a.codec_options[name] = value(tok)
         i += 1
     if trailing is not None:
         raise _trailing(trailing)

@@ -22,6 +22,7 @@ label) is refused with a message naming it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -247,10 +248,15 @@ def graphs_for_outputs(text: str, maps: Sequence[Sequence[str]], *, n_inputs: in
     check_outputs_mapped(text, [lab for out in bound for lab in out], graph=graph)
     texts: list[str | None] = []
     for out in bound:
-        if not out:
-            texts.append(None)
-        elif len(out) > 1:
-            raise refuse("several video outputs of the graph in one output file")
-        else:
-            texts.append(graph_for_output(text, out[0], n_inputs=n_inputs, graph=graph).pruned)
+        # an output mapping several pads (a video stream each) runs each pad's part; their
+        # internal link labels are made distinct, so the parts are one graph text again
+        parts = [
+            re.sub(
+                r"\[avdnn_",
+                f"[avdnn{k}_" if k else "[avdnn_",
+                graph_for_output(text, wanted, n_inputs=n_inputs, graph=graph).pruned,
+            )
+            for k, wanted in enumerate(out)
+        ]
+        texts.append(";".join(parts) if parts else None)
     return texts

@@ -10,6 +10,7 @@ libavfilter copies with the frame properties.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -20,6 +21,8 @@ from avdnn.graph.parse import FilterSpec, format_chain, split_options
 from avdnn.media.filtergraph import FilterGraph, probe_video
 from avdnn.media.frame import Frame
 from avdnn.media.libav.filteropts import filter_option_names
+
+log = logging.getLogger("avdnn")
 
 
 def lavfi_filter_names() -> set[str]:
@@ -98,11 +101,22 @@ class LavfiSegment:
         self.configured = True
 
     def _probe(self, frame: Frame) -> None:
-        """Output frame rate and aspect ratio of the graph, which PyAV does not report."""
+        """Output frame rate and aspect ratio of the graph, which PyAV does not report.
+
+        When libavfilter cannot be probed (an avdnn error: the libraries cannot be located, the
+        probe graph is refused), the input's values are kept and that is said, as the
+        -filter_complex core says it; anything else is a bug and keeps its traceback."""
         self.out_rate, self.out_sar = self.in_rate, frame.sample_aspect_ratio
         try:
             info = probe_video(self.text, frame, self.in_rate)
-        except Exception:  # noqa: BLE001 - keep the input's values when probing is impossible
+        except AvdnnError as exc:
+            log.warning(
+                "'%s': could not read the frame rate and aspect ratio of the chain (%s); using its input's (%s, %s)",
+                self.text,
+                exc,
+                self.in_rate or "unknown rate",
+                frame.sample_aspect_ratio or "unknown aspect ratio",
+            )
             return
         self.out_info = info
         self.out_rate = info.frame_rate

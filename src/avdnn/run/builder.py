@@ -10,17 +10,19 @@ handed to the caller (:class:`~avdnn.run.framestream.FrameStream`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Sequence
 
-from avdnn.errors import NotSupportedError
-from avdnn.media.input.companion import CompanionInput
+from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
 from avdnn.media.input.source import Source
 from avdnn.media.libav.banner import announce_output
 from avdnn.media.output.sink import Sink
+from avdnn.media.output.videolane import VideoLane
 from avdnn.run.complexgraph import complex_pipeline
 from avdnn.run.complexoutputs import apply_complex, check_reopenable, graph_mapping
 from avdnn.run.framestream import FrameStream, LimitedFrameStream
 from avdnn.run.inputs import check_input_codecs, dump_input, open_source
+from avdnn.run.lanes import LaneRunner
 from avdnn.run.pipeline import Pipeline
 from avdnn.run.request import (
     RunRequest,
@@ -32,7 +34,8 @@ from avdnn.run.request import (
 )
 from avdnn.run.selection import StreamOptions, referenced_inputs
 from avdnn.run.stats import RunStats
-from avdnn.run.wiring import plan_output
+from avdnn.run.stop import current_stop
+from avdnn.run.wiring import LanePlan, OutputPlan, plan_output
 
 __all__ = ["RunBuilder"]
 
@@ -45,7 +48,7 @@ class RunBuilder:
 
     def __init__(self, request: RunRequest) -> None:
         r = self.request = request
-        self.filters, self.maps, self.stream_options, self.graph = apply_complex(
+        self.filters, self.maps, self.stream_options, self.graph, self.pads = apply_complex(
             r.filter_complex, r.filters, r.map, r.stream_options, n_inputs=r.n_inputs
         )
         self.start_us, self.recording_us = output_window(r.start_time, r.recording_time, r.stop_time)
@@ -66,6 +69,12 @@ class RunBuilder:
         # through the chain (or from the graph's inputs), so the output's options have no use
         given = {**r.keywords(), "map": self.maps, "stream_options": self.stream_options, "rate": self.rate}
         refuse_output_only(given, graph=None if self.graph is None else self.graph.linear)
+        if len(self.pads) > 1:
+            raise InvalidArgumentError(
+                "-filter_complex: several outputs of the graph, but the run has no output (its frames are "
+                "iterated): give output=... or map one",
+                option="filter_complex",
+            )
         source = open_source(
             r.input, input_format=r.input_format, input_options=r.input_options, source_options=r.source_options
         )
@@ -121,32 +130,41 @@ class RunBuilder:
         except BaseException:
             _close_all(inputs)
             raise
+        lanes: list[LaneRunner] = []
         try:
-            driver, companions = self._wire(inputs, used, sink, opts)
-            source = inputs[driver]
+            plan = self._wire(inputs, used, sink, opts)
+            source = inputs[plan.driver]
             assert source is not None
-            others = [src for k, src in enumerate(inputs) if src is not None and k != driver]
-        except BaseException:
-            _close_all(inputs)
-            sink.abort()
-            raise
-        if r.banner:
-            mapping = None if self.graph is None else graph_mapping(self.graph, [source, *others])
-            announce_output(source, sink, mapping)
-        try:
-            if self.graph is not None and not self.graph.linear:
+            others = [src for k, src in enumerate(inputs) if src is not None and k != plan.driver]
+            first = plan.lanes[0] if plan.lanes else None
+            if r.banner:
+                opened = [src for src in inputs if src is not None]
+                graphs = {
+                    lane.out_index: graph_mapping(lane.plan, opened) for lane in plan.lanes if lane.plan is not None
+                }
+                announce_output(sink, graphs)
+            if first is not None and first.plan is not None and not first.plan.linear:
                 pipeline = complex_pipeline(
-                    self.graph, source, open_input=self._open_input, sink=sink, max_frames=r.frames
+                    first.plan, source, open_input=self._open_input, sink=sink, max_frames=r.frames
                 )
             else:
-                pipeline = Pipeline(source, self.filters, sink=sink, max_frames=r.frames)
+                pipeline = Pipeline(source, first.chain if first is not None else "", sink=sink, max_frames=r.frames)
+            for lane, video in zip(plan.lanes[1:], sink.lanes[1:], strict=True):
+                lanes.append(LaneRunner(self._lane_pipeline(lane, video), video, sink))
+            pipeline.stats.more_video = [runner.stats for runner in lanes]
         except BaseException:
+            for runner in lanes:
+                with contextlib.suppress(AvdnnError):
+                    runner.pipeline.close()
             _close_all(inputs)
             sink.abort()
             raise
+        companions = plan.companions
         try:
             for companion in companions:
                 companion.start()
+            for runner in lanes:
+                runner.start()
             return pipeline.run(r.progress)
         finally:
             for companion in companions:
@@ -154,15 +172,39 @@ class RunBuilder:
             for other in others:
                 other.close()
 
+    def _lane_pipeline(self, lane: LanePlan, video: VideoLane) -> Callable[[], Pipeline]:
+        """How another video stream's pipeline is made: its input opened again, its own chain."""
+        r = self.request
+
+        def build() -> Pipeline:
+            url, fmt, options = r.input_of(lane.file)
+            check_reopenable(url, fmt, lane.file)
+            source = open_source(
+                url, input_format=fmt, input_options=options, source_options=r.source_options_of(lane.file)
+            )
+            try:
+                source.use_video(lane.stream.index)
+                video.display_matrix = lambda: source.output_display_matrix
+                if lane.plan is not None and not lane.plan.linear:
+                    return complex_pipeline(
+                        lane.plan, source, open_input=self._open_input, sink=video, max_frames=r.frames
+                    )
+                return Pipeline(source, lane.chain, sink=video, max_frames=r.frames)
+            except BaseException:
+                source.close()
+                raise
+
+        return build
+
     def _sink(self, opts: StreamOptions) -> Sink:
         """The output, created (or refused: it exists without ``overwrite``) before the other inputs open."""
         r = self.request
         assert r.output is not None, "run() needs an output; frames() iterates"
-        video_codec = opts.lookup(opts.codecs, "video", 0)
+        stop = current_stop()
         return Sink(
             r.output,
             format=r.format,
-            codec=None if video_codec == "copy" else video_codec,
+            codec=None if r.codec == "copy" else r.codec,
             pix_fmt=r.pix_fmt,
             rate=self.rate,
             overwrite=r.overwrite,
@@ -174,15 +216,15 @@ class RunBuilder:
             recording_time=self.recording_us,
             format_options=r.format_options,
             size=output_size(r.size),
+            stopped=stop.is_set if stop is not None else None,
         )
 
-    def _wire(
-        self, inputs: list[Source | None], used: set[int], sink: Sink, opts: StreamOptions
-    ) -> tuple[int, list[CompanionInput]]:
+    def _wire(self, inputs: list[Source | None], used: set[int], sink: Sink, opts: StreamOptions) -> OutputPlan:
         """Open the other inputs the output uses, choose its streams and wire them to the sink.
 
-        Returns the driving input's index (whose video feeds the chain) and the companions (the
-        other inputs feeding streams around the chain, not started).
+        Returns the plan: the driving input's index (whose video feeds the first chain), the
+        companions (the other inputs feeding streams around the chain, not started) and the
+        output's chained video streams.
         """
         r = self.request
         for k, (url, fmt, options) in enumerate(r.more_inputs, start=1):
@@ -192,7 +234,10 @@ class RunBuilder:
                 )
                 if r.banner:
                     dump_input(more, k)
-        driver, companions = plan_output(inputs, sink, opts, self.filters, bitexact=sink.bitexact)
+        plan = plan_output(
+            inputs, sink, opts, r.filters if self.graph is None else "", bitexact=sink.bitexact, pads=self.pads
+        )
+        driver, companions = plan.driver, plan.companions
         for companion in companions:  # an input feeding streams around the chain is read as is
             k = next(k for k, src in enumerate(inputs) if src is companion.source)
             timing = set(r.source_options_of(k) or {}) & _TIMING_OPTIONS
@@ -202,7 +247,7 @@ class RunBuilder:
                     f"the chain of input #{driver}'s video, are not supported yet",
                     option="i",
                 )
-        return driver, companions
+        return plan
 
 
 def _close_all(inputs: Sequence[Source | None]) -> None:

@@ -25,7 +25,7 @@ from avdnn.graph.parse import FilterSpec, format_chain
 from avdnn.media.filtergraph import SINK, FilterGraph, probe_graph
 from avdnn.media.frame import Frame
 from avdnn.media.input.source import Source
-from avdnn.media.output.sink import Sink
+from avdnn.media.output.videolane import VideoOutput
 from avdnn.run.pipeline import Pipeline
 from avdnn.run.selection import StreamMap
 from avdnn.run.stats import RunStats
@@ -319,7 +319,7 @@ def complex_pipeline(
     source: Source,
     *,
     open_input: Callable[[int], Source],
-    sink: Sink | None = None,
+    sink: VideoOutput | None = None,
     max_frames: int | None = None,
     threaded: bool | None = None,
 ) -> Pipeline:

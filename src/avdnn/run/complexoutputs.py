@@ -17,8 +17,9 @@ The output's maps name the stream its video is decoded from (the graph's input f
 so stream selection, the banner and the other streams (audio of any input) work as for ``-vf``.
 Several outputs of one graph (``split`` to two files) run as several outputs of one run, each
 its own pruned graph (:func:`graphs_per_output`; ComplexPlan.pruned: what is upstream of a split
-runs once per output), and :func:`~avdnn.graph.complexplan.check_outputs_mapped` gives ffmpeg's
-error for an output nobody maps. What cannot be expressed (an avdnn filter with several inputs
+runs once per output), several pads mapped by one file are that file's video streams, each its
+own pruned part (docs/multistream.md), and :func:`~avdnn.graph.complexplan.check_outputs_mapped`
+gives ffmpeg's error for an output nobody maps. What cannot be expressed (an avdnn filter with several inputs
 or between multi-pad filters, audio graphs, a cycle, a link used twice, an unknown label) is
 refused with a message naming it.
 """
@@ -35,9 +36,9 @@ from avdnn.media.input.live import is_network
 from avdnn.media.input.source import Source
 from avdnn.media.libav.banner import GraphMapping
 from avdnn.run.complexgraph import stream_index
-from avdnn.run.selection import StreamOptions
+from avdnn.run.selection import GRAPH_VIDEO, StreamOptions
 
-__all__ = ["apply_complex", "check_reopenable", "graph_mapping", "graphs_per_output"]
+__all__ = ["GraphPad", "apply_complex", "check_reopenable", "graph_mapping", "graphs_per_output"]
 
 
 def _refuse(what: str) -> NotSupportedError:
@@ -53,6 +54,10 @@ def graphs_per_output(graph: str | None, maps: Sequence[Sequence[str]], *, n_inp
     return graphs_for_outputs(graph, maps, n_inputs=n_inputs)
 
 
+#: A graph output's part: its video chain (for a graph with a core, the graph text) and its plan.
+GraphPad = tuple[str, ComplexPlan]
+
+
 def apply_complex(
     graph: str | None,
     filters: str,
@@ -60,68 +65,91 @@ def apply_complex(
     opts: StreamOptions | None,
     *,
     n_inputs: int = 1,
-) -> tuple[str, Sequence[str] | None, StreamOptions | None, ComplexPlan | None]:
-    """The output's part of a ``-filter_complex`` graph, and its maps with the ``[label]`` replaced.
+) -> tuple[str, Sequence[str] | None, StreamOptions | None, ComplexPlan | None, dict[int, GraphPad]]:
+    """The output's parts of a ``-filter_complex`` graph, and its maps with each ``[label]`` replaced.
 
-    Returns the video chain (for a graph with a core, the graph text: the run goes through
-    :func:`~avdnn.run.complexgraph.complex_pipeline` with the returned plan), the maps (in
-    ``opts`` when given there) with the label replaced by the stream the output's video is decoded
-    from (for a core: its input from input #0), and the plan. An unlabeled output goes first among
-    explicit maps, as ffmpeg binds it to the first output; without maps the other streams are
-    still chosen automatically (``StreamOptions.graph_video``).
+    Returns the first pad's video chain (for a graph with a core, the graph text: the run goes
+    through :func:`~avdnn.run.complexgraph.complex_pipeline` with the returned plan), the maps (in
+    ``opts`` when given there) with each label replaced by the stream its video is decoded from
+    (for a core: its input from input #0), the first pad's plan, and every pad's part by the
+    position of the map that takes it (:data:`~avdnn.run.selection.GRAPH_VIDEO` for an unlabeled
+    output chosen without maps). Each pad of the output is a video stream of its own, running its
+    own part of the graph (an output mapping ``[x]`` and ``[y]`` of a split holds two streams). An
+    unlabeled output goes first among explicit maps, as ffmpeg binds it to the first output;
+    without maps the other streams are still chosen automatically (``StreamOptions.graph_video``).
     """
     if graph is None:
-        return filters, maps, opts, None
+        return filters, maps, opts, None, {}
     if filters.strip():
         raise InvalidArgumentError(
             "-vf/-af/-filter and -filter_complex cannot be used together for the same stream.", option="filter_complex"
         )
     given = list(opts.maps if opts is not None and opts.maps else maps or [])
-    labels = [m[1:-1] for m in given if m.startswith("[") and m.endswith("]")]
     linked = link_graph(graph)
     unlabeled = [p for p in linked.outputs if p.label is None]
-    if len(labels) + len(unlabeled) > 1:
-        raise _refuse("several video outputs of the graph in one output file")
-    label = labels[0] if labels else None
-    if label is None and not unlabeled:
+    if len(unlabeled) > 1:
+        raise _refuse("several unlabeled outputs of the graph")
+    labels = [m[1:-1] for m in given if m.startswith("[") and m.endswith("]")]
+    if not labels and not unlabeled:
         check_outputs_mapped(graph, [], graph=linked)  # nothing maps the graph's labeled outputs
-    plan = graph_for_output(graph, label, n_inputs=n_inputs, graph=linked)  # an unknown label first, as ffmpeg
-    check_outputs_mapped(graph, [label], graph=linked)
-    if plan.linear:
-        if plan.inputs[0].file != 0:
-            raise _refuse(f"input pad [{plan.inputs[0].label}] (a second input file)")
-        video, chain = plan.inputs[0].map, plan.chain_text
-    else:
-        video = next((gi.map for gi in plan.inputs if gi.file == 0), "")
-        if not video:
-            raise NotSupportedError(
-                "-filter_complex: a graph that reads no video of input #0 is not supported yet", option="filter_complex"
-            )
-        chain = graph
-    pad = None if label is None else f"[{label}]"
-    if pad is None:
+    wanted: list[str | None] = [None] if unlabeled else []
+    wanted += labels
+    plans = [graph_for_output(graph, label, n_inputs=n_inputs, graph=linked) for label in wanted]  # unknown first
+    check_outputs_mapped(graph, wanted, graph=linked)
+    parts: list[tuple[str, GraphPad]] = [(_video_of(plan), (_chain_of(plan, graph), plan)) for plan in plans]
+    pads: dict[int, GraphPad] = {}
+    if unlabeled:
+        video, part = parts.pop(0)
         if given:
             given = [video, *given]
+            pads[0] = part
         else:
             opts = copy.copy(opts) if opts is not None else StreamOptions()
             opts.graph_video = video
-    else:
-        given = [video if m == pad else m for m in given]
+            pads[GRAPH_VIDEO] = part
+    remaining = iter(parts)
+    for position, m in enumerate(given):
+        if m.startswith("[") and m.endswith("]"):
+            video, part = next(remaining)
+            given[position] = video
+            pads[position] = part
     if opts is not None and opts.maps:
         opts.maps = given
     else:
         maps = given
-    return chain, maps, opts, plan
+    first = pads[min(pads)] if GRAPH_VIDEO not in pads else pads[GRAPH_VIDEO]
+    return first[0], maps, opts, first[1], pads
 
 
-def check_reopenable(url: str, fmt: str | None, k: int) -> None:
-    """Refuse a second reader of input ``k`` for a core input when the input can be read once:
-    a pipe, or a network input (a live stream would be two streams, a server may refuse two)."""
+def _video_of(plan: ComplexPlan) -> str:
+    """The stream a pad's video is decoded from, as a -map argument (for a core: its input from input #0)."""
+    if plan.linear:
+        if plan.inputs[0].file != 0:
+            raise _refuse(f"input pad [{plan.inputs[0].label}] (a second input file)")
+        return plan.inputs[0].map
+    video = next((gi.map for gi in plan.inputs if gi.file == 0), "")
+    if not video:
+        raise NotSupportedError(
+            "-filter_complex: a graph that reads no video of input #0 is not supported yet", option="filter_complex"
+        )
+    return video
+
+
+def _chain_of(plan: ComplexPlan, graph: str) -> str:
+    """A linear pad's chain as -vf text; for a core, the graph (its run follows the plan)."""
+    return plan.chain_text if plan.linear else graph
+
+
+def check_reopenable(url: str, fmt: str | None, k: int, *, who: str = "the graph") -> None:
+    """Refuse a second reader of input ``k`` (for a core input, or ``who``: another video stream
+    of the output) when the input can be read once: a pipe, or a network input (a live stream
+    would be two streams, a server may refuse two)."""
     pipe = url == "-" or url.startswith("pipe:")
     if pipe or is_network(url, fmt):
         raise NotSupportedError(
-            f"-filter_complex: input #{k} is {'a pipe' if pipe else 'a network input'}, which can be read "
-            "only once, and the graph needs a reader of its own for it",
+            f"{'-filter_complex: ' if who == 'the graph' else ''}input #{k} is "
+            f"{'a pipe' if pipe else 'a network input'}, which can be read only once, "
+            f"and {who} needs a reader of its own for it",
             option="i",
         )
 

@@ -20,9 +20,10 @@ def plan_metadata(
     container: Any,
     global_tags: dict[str, str],
     bitexact: bool,
-    video_encoder: str | None,
+    video_encoders: dict[int, str],
 ) -> tuple[dict[str, str], dict[int, dict[str, str]], list[Any]]:
-    """Global tags, per-stream tags and chapters of the output, as ffmpeg copies and sets them.
+    """Global tags, per-stream tags and chapters of the output, as ffmpeg copies and sets them
+    (``video_encoders``: the encoder of each chained video stream, by output index).
 
     Input global tags and each stream's tags are copied (``-map_metadata -1``: none), ``encoder``
     names avdnn's libavformat and each stream's encoder unless bitexact (then "Lavc NAME"), the
@@ -51,9 +52,7 @@ def plan_metadata(
             if opts.map_metadata == "-1"
             else {k: v for k, v in stream.metadata.items() if k.lower() not in ("encoder", "duration")}
         )
-        enc = encoders.get(index) or (
-            video_encoder if stream.type == "video" and index not in [s.out_index for s in sides] else None
-        )
+        enc = encoders.get(index) or video_encoders.get(index)
         if enc is not None:
             st_tags["encoder"] = f"{lavc} {enc}"
         letter = {"video": "v", "audio": "a", "subtitle": "s", "data": "d", "attachment": "t"}[stream.type]

@@ -24,7 +24,7 @@ from avdnn.graph.lavfi import LavfiSegment
 from avdnn.graph.parse import FilterSpec
 from avdnn.media.frame import Frame
 from avdnn.media.input.source import Source
-from avdnn.media.output.sink import Sink
+from avdnn.media.output.videolane import VideoOutput
 from avdnn.run.livequeue import DropQueue, queue_policy
 from avdnn.run.settle import settle_stages
 from avdnn.run.stats import RunStats, StageStats, stage_reports
@@ -47,7 +47,7 @@ class Pipeline:
         source: Source,
         chain: str | Sequence[FilterSpec | Stage] = "",
         *,
-        sink: Sink | None = None,
+        sink: VideoOutput | None = None,
         max_frames: int | None = None,
         threaded: bool | None = None,
     ) -> None:
@@ -305,10 +305,10 @@ class Pipeline:
             if interrupt is not None:
                 interrupt()
 
-    def _writer_fn(self, sink: Sink, progress: ProgressFn | None) -> Callable[[Any], bool]:
+    def _writer_fn(self, sink: VideoOutput, progress: ProgressFn | None) -> Callable[[Any], bool]:
         return lambda item: self._write(sink, progress, item)
 
-    def _write(self, sink: Sink, progress: ProgressFn | None, item: tuple[Frame, Fraction | None]) -> bool:
+    def _write(self, sink: VideoOutput, progress: ProgressFn | None, item: tuple[Frame, Fraction | None]) -> bool:
         """Write one frame; False once -frames:v is reached."""
         frame, rate = item
         self.stats.output_in += 1
@@ -330,7 +330,7 @@ class Pipeline:
         if queue is not None and queue.dropped:
             self.stats.input_dropped[queue.cause] = queue.dropped
 
-    def _start_empty(self, sink: Sink) -> None:
+    def _start_empty(self, sink: VideoOutput) -> None:
         """No frame reached the sink: open it from the chain's negotiated output, as ffmpeg does."""
         if sink.video_index is None:
             return
@@ -402,7 +402,7 @@ class Pipeline:
             raise first
 
 
-def _output_format_tail(sink: Sink | None) -> list[FilterSpec]:
+def _output_format_tail(sink: VideoOutput | None) -> list[FilterSpec]:
     """The format= filter ffmpeg appends for the encoder's pixel formats."""
     if sink is None:
         return []

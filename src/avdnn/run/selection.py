@@ -25,6 +25,10 @@ from typing import Any
 
 from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
 
+#: :func:`select_streams`' origin of a stream chosen without -map, and of an unlabeled graph's video.
+AUTOMATIC = -1
+GRAPH_VIDEO = -2
+
 _TYPES = {"v": "video", "V": "video", "a": "audio", "s": "subtitle", "d": "data", "t": "attachment"}
 _MAP_RE = re.compile(r"^(?P<neg>-)?(?P<file>\d+)(?::(?P<spec>[^?]*))?(?P<opt>\?)?$")
 
@@ -45,8 +49,10 @@ class StreamMap:
         m = _MAP_RE.match(text)
         if m is None:
             if text.startswith("["):
-                raise NotSupportedError(
-                    f"-map '{text}': output pads of -filter_complex are not supported yet", option="map"
+                raise InvalidArgumentError(
+                    f"Output with label '{text[1:-1]}' does not exist in any defined filter graph, or was "
+                    "already used elsewhere.",
+                    option="map",
                 )
             raise InvalidArgumentError(f"Invalid stream specifier: {text}", option="map")
         spec = m.group("spec")
@@ -132,11 +138,15 @@ def select_streams(
     defaults: dict[str, str | None],
     accepts: Any = None,
     more_files: Sequence[list[Any]] = (),
+    origins: list[int] | None = None,
 ) -> list[Any]:
     """The input streams an output takes, in output order (ffmpeg's -map / automatic selection).
 
     ``streams`` are input 0's; ``more_files`` the streams of inputs 1, 2, ... (``-map 1:a``; the
-    automatic selection looks at every input, the first best winning, as ffmpeg's does).
+    automatic selection looks at every input, the first best winning, as ffmpeg's does). A stream
+    mapped twice is taken twice. ``origins``, when given, receives for each stream taken the
+    position of the ``-map`` that took it (:data:`AUTOMATIC` without maps, :data:`GRAPH_VIDEO` for
+    the video of an unlabeled ``-filter_complex`` output).
     """
     files = [streams, *more_files]
     letters = {"video": "vn", "audio": "an", "subtitle": "sn", "data": "dn"}
@@ -145,15 +155,17 @@ def select_streams(
         return letters.get(stream.type, "") in opts.input_disabled.get(k, set())
 
     chosen: list[Any] = []
+    taken_by: list[int] = []
     if opts.maps:
         parsed = [StreamMap.parse(m) for m in opts.maps]
-        for smap in parsed:
+        for position, smap in enumerate(parsed):
             if smap.file >= len(files):
                 raise InvalidArgumentError(f"Invalid input file index: {smap.file}.", option="map")
             own = files[smap.file]
             hits = [s for s in own if smap.matches(own, s)]
             if smap.negative:
-                chosen = [s for s in chosen if s not in hits]
+                keep = [k for k, s in enumerate(chosen) if not any(s is h for h in hits)]
+                chosen, taken_by = [chosen[k] for k in keep], [taken_by[k] for k in keep]
                 continue
             if not hits and not smap.optional:
                 raise InvalidArgumentError(
@@ -166,6 +178,7 @@ def select_streams(
                         f"Stream #{smap.file}:{s.index} is disabled and cannot be mapped.", option="map"
                     )
             chosen += hits
+            taken_by += [position] * len(hits)
     else:
         streams = [s for k, file in enumerate(files) for s in file if not disabled(k, s)]
         if opts.graph_video is not None and not opts.vn:
@@ -179,13 +192,18 @@ def select_streams(
                 lambda s: s.codec_context.width * s.codec_context.height if s.codec_context is not None else 0,
             )
             chosen += [best] if best is not None else []
+        taken_by += [GRAPH_VIDEO if opts.graph_video is not None else AUTOMATIC] * len(chosen)
         if defaults.get("audio") and not opts.an:
             best = _best(streams, "audio", lambda s: s.codec_context.channels if s.codec_context is not None else 0)
             chosen += [best] if best is not None else []
         if not opts.sn:
             chosen += _auto_subtitle(streams, defaults.get("subtitle"), opts)
+        taken_by += [AUTOMATIC] * (len(chosen) - len(taken_by))
     drop = {"video": opts.vn, "audio": opts.an, "subtitle": opts.sn, "data": opts.dn}
-    return [s for s in chosen if not drop.get(s.type, False)]
+    keep = [k for k, s in enumerate(chosen) if not drop.get(s.type, False)]
+    if origins is not None:
+        origins[:] = [taken_by[k] for k in keep]
+    return [chosen[k] for k in keep]
 
 
 def _best(streams: list[Any], kind: str, size: Any) -> Any:

@@ -180,6 +180,8 @@ class RunStats:
     input_complete: bool = False
     #: The other inputs of a -filter_complex graph's core, each with its own chain (run.complexgraph).
     graph_inputs: list[RunStats] = field(default_factory=list)
+    #: The output's other video streams, each through a chain of its own (run.lanes).
+    more_video: list[RunStats] = field(default_factory=list)
     #: Whether the input is live (network, device, -re): its drops, reconnects and latency are shown.
     input_live: bool = False
     #: Frames the input's queue dropped before the chain, by cause (-live_drop, run.livequeue).
@@ -291,6 +293,8 @@ class RunStats:
         for report in self.reports:  # an event sink must account for every message it was given
             check = getattr(report, "violations", None)
             bad += check() if check is not None else []
+        for k, sub in enumerate(self.more_video, start=1):
+            bad += [f"video stream #{k}: {v}" for v in sub.violations()]
         for st in self.streams if not self.output_failed else ():
             if st.codec == "copy":
                 accounted = st.packets_written + sum(st.dropped.values()) + sum(st.failed.values())
@@ -326,6 +330,11 @@ class RunStats:
         lines += self._live_lines()
         for k, sub in enumerate(self.graph_inputs, start=1):
             lines.append(f"graph input #{k}: read {sub.frames_read}, into the graph {sub.output_in}")
+            lines += [f"  failed in {w}: {n}" for w, n in sub.failures.items()]
+            lines += [f"  dropped by {w}: {n}" for w, n in sub.frames_dropped.items()]
+            lines += [f"  unfinished in {w}: {n}" for w, n in sub.frames_unfinished.items()]
+        for k, sub in enumerate(self.more_video, start=1):
+            lines.append(f"video stream #{k}: read {sub.frames_read}, written {sub.frames_written}")
             lines += [f"  failed in {w}: {n}" for w, n in sub.failures.items()]
             lines += [f"  dropped by {w}: {n}" for w, n in sub.frames_dropped.items()]
             lines += [f"  unfinished in {w}: {n}" for w, n in sub.frames_unfinished.items()]
@@ -397,6 +406,7 @@ class RunStats:
             ],
             "input": dict(self.input_counters),
             "graph_inputs": [sub.as_dict() for sub in self.graph_inputs],
+            "more_video": [sub.as_dict() for sub in self.more_video],
             "input_live": self.input_live,
             "input_dropped": dict(self.input_dropped),
             "latency": self.latency.as_dict(),

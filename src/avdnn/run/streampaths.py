@@ -3,9 +3,9 @@
 The chain's video goes through the chain; every other stream of the output gets a path in the
 sink (:mod:`avdnn.media.streams.sidepath`): audio and subtitles are copied or encoded (SubRip to
 ASS in Matroska, as ffmpeg converts them), data and attachments copied, with the output's
-per-stream ``-c``, ``-b:a``, ``-ar``, ``-ac`` and ``-af``. Deliberate differences, documented:
-``-c copy`` together with ``-vf`` copies the streams that are not filtered (ffmpeg refuses the
-pair); one video stream per output goes through the chain (others only with ``-c:v copy``).
+per-stream ``-c``, ``-b:a``, ``-ar``, ``-ac`` and ``-af`` (a video that is not copied goes
+through a chain of its own: :mod:`avdnn.run.wiring`). A deliberate difference, documented:
+``-c copy`` together with ``-vf`` copies the streams that are not filtered (ffmpeg refuses the pair).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from avdnn.errors import AVERROR_ENCODER_NOT_FOUND, InvalidArgumentError, NotFoundError, NotSupportedError
+from avdnn.errors import AVERROR_ENCODER_NOT_FOUND, InvalidArgumentError, NotFoundError
 from avdnn.media.streams.audio import AudioEncodePath
 from avdnn.media.streams.sidepath import SidePath
 from avdnn.media.streams.streamcopy import CopyPath
@@ -37,16 +37,16 @@ def build_sides(
     streams: list[Any],
     opts: StreamOptions,
     *,
-    video_stream: Any,
+    video_outputs: set[int],
     offset: Any,
     bitexact: bool,
     defaults: dict[str, str | None],
-    chain_given: bool,
     input_trim: tuple[int | None, int | None] = (None, None),
     trim_file: int = 0,
     file_of: Callable[[Any], tuple[int, Any]] | None = None,
 ) -> list[SidePath]:
-    """One path per output stream other than the chain's video, in output order.
+    """One path per output stream other than the chained videos (``video_outputs``: their output
+    indexes), in output order.
 
     ``file_of`` gives a stream's input file index and timestamp offset when there are several
     inputs (default: input 0 and ``offset``); each path records its ``input_file``.
@@ -60,9 +60,7 @@ def build_sides(
         nth = counts.get(stream.type, 0)
         counts[stream.type] = nth + 1
         codec = opts.lookup(opts.codecs, stream.type, nth)
-        if stream is video_stream:
-            if codec == "copy" and chain_given:
-                raise filtered_copy_error()
+        if out_index in video_outputs:
             continue
         file_index, offset = file_of(stream) if file_of is not None else (0, base_offset)
         label = f"{file_index}:{stream.index} {stream.type}"
@@ -80,15 +78,9 @@ def build_sides(
                 SubtitleEncodePath(stream, out_index, codec=codec, offset=offset, label=label, input_trim=trim)
             )
             continue
-        if stream.type in ("data", "attachment") or codec == "copy":
+        if stream.type in ("data", "attachment", "video") or codec == "copy":  # a video here is copied
             sides.append(CopyPath(stream, out_index, offset=offset, label=label, input_trim=trim))
             continue
-        if stream.type == "video":
-            raise NotSupportedError(
-                f"a second video stream (0:{stream.index}) can only be copied (-c:v copy) "
-                "in this version: one chain per output",
-                option="map",
-            )
         codec = codec or defaults.get("audio")
         if not codec:
             raise InvalidArgumentError(

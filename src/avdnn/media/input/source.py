@@ -15,14 +15,13 @@ option with ffmpeg's name.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from avdnn.errors import AvdnnError, InvalidArgumentError, NotFoundError
+from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.media.frame import Frame
 from avdnn.media.input.decode import DEFAULT_MAX_ERROR_RATE, VideoDecoder
 from avdnn.media.input.demux import Demuxer
@@ -123,8 +122,8 @@ class Source:
         check_readrate(readrate, readrate_initial_burst)
         if url == "-" or url.startswith("pipe:"):  # ffmpeg's stdin alias; libavformat opens pipe:N itself
             url = "pipe:" if url == "-" else url
-        elif format is None and "://" not in url and not os.path.exists(url) and "%" not in url:
-            raise NotFoundError("No such file or directory", file=url)
+        # nothing checks the path before libavformat: an image2 pattern (%03d, -pattern_type glob)
+        # is no file, and a missing file is libavformat's own "No such file or directory"
         self.live_options = LiveOptions(reconnect_attempts, reconnect_delay, live_timeout, live_drop, live_queue)
         open_args: dict[str, Any] = {"format": format, "options": options, "live": self.live_options}
         container: Any = open_input(url, **open_args)

@@ -140,18 +140,28 @@ class GraphMapping:
 Row = tuple[int, int, int, str | None, str | None]
 
 
-def stream_mapping(rows: list[Row], *, graph: GraphMapping | None = None, video: int | None = None) -> str:
+def stream_mapping(
+    rows: list[Row],
+    *,
+    graph: GraphMapping | None = None,
+    video: int | None = None,
+    graphs: dict[int, GraphMapping] | None = None,
+) -> str:
     """ffmpeg's ``Stream mapping:`` block (print_stream_maps): a complex graph's inputs first, as
-    ``Stream #1:0 (h264) -> overlay``, then each output stream; the one at ``video`` leaves the graph
+    ``Stream #1:0 (h264) -> overlay``, then each output stream; one that leaves a graph (``graphs``
+    by output index; ``graph`` for the one at ``video``) shows its pad
     (``overlay:default -> Stream #0:0 (rawvideo)``)."""
     import av
 
+    by_output = dict(graphs or {})
+    if graph is not None and video is not None:
+        by_output[video] = graph
     out = ["Stream mapping:"]
-    for file, index, decoder, pad in sorted(graph.inputs) if graph is not None else ():
+    for file, index, decoder, pad in sorted({row for g in by_output.values() for row in g.inputs}):
         out.append(f"  Stream #{file}:{index} ({decoder}) -> {pad}")
     for file, src, dst, dec, enc in rows:
-        if graph is not None and dst == video:
-            out.append(f"  {graph.output} -> Stream #0:{dst} ({enc})")
+        if dst in by_output:
+            out.append(f"  {by_output[dst].output} -> Stream #0:{dst} ({enc})")
         elif enc is None:
             out.append(f"  Stream #{file}:{src} -> #0:{dst} (copy)")
         else:
@@ -163,21 +173,18 @@ def stream_mapping(rows: list[Row], *, graph: GraphMapping | None = None, video:
     return "\n".join(out)
 
 
-def announce_output(source: Any, sink: Any, graph: GraphMapping | None = None) -> None:
+def announce_output(sink: Any, graphs: dict[int, GraphMapping] | None = None) -> None:
     """``Stream mapping:`` now, and ``Output #0`` once ``sink``'s muxer has its header, as ffmpeg
-    prints them. ``graph``: the -filter_complex graph the output's video comes from."""
+    prints them. ``graphs``: the -filter_complex graph each video stream comes from, by output index."""
     rows: list[Row] = []
-    video = source.video_stream
-    at = None
-    for i, side in enumerate(sink.stream_order):
-        if side is None:
-            if video is not None:
-                rows.append((0, video.index, i, video.codec_context.name, sink.codec_name))
-                at = i
+    for i, entry in enumerate(sink.stream_order):
+        source = getattr(entry, "source", None)  # a video stream through a chain: (file, index, decoder)
+        if isinstance(source, tuple):
+            rows.append((source[0], source[1], i, source[2], entry.codec_name))
         else:
-            enc = None if isinstance(side, CopyPath) else getattr(side, "codec_name", None)
-            ctx = side.stream.codec_context
-            rows.append((side.input_file, side.stream.index, i, ctx.name if ctx is not None else None, enc))
-    sys.stderr.write(stream_mapping(rows, graph=graph, video=at) + "\n")
+            enc = None if isinstance(entry, CopyPath) else getattr(entry, "codec_name", None)
+            ctx = entry.stream.codec_context
+            rows.append((entry.input_file, entry.stream.index, i, ctx.name if ctx is not None else None, enc))
+    sys.stderr.write(stream_mapping(rows, graphs=graphs) + "\n")
     name = redact_url(sink.name)  # an output URL's credentials are never shown either
     sink.on_header = lambda container: dump_format(container, 0, name, output=True)

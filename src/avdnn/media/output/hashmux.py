@@ -47,7 +47,7 @@ class HashStream:
 class HashMuxer:
     """Writes the packets of every output stream as FFmpeg's hash muxers do."""
 
-    def __init__(self, fmt: str, out: BinaryIO, *, software: str | None, algorithm: str | None = None) -> None:
+    def __init__(self, fmt: str, out: BinaryIO | None, *, software: str | None, algorithm: str | None = None) -> None:
         self.per_frame, default = HASH_MUXERS[fmt]
         self.fmt = fmt
         self.algorithm = algorithm or default
@@ -88,7 +88,7 @@ class HashMuxer:
                 lines += [f"#dimensions {i}: {st.width}x{st.height}", f"#sar {i}: {sar.numerator}/{sar.denominator}"]
         if self.fmt != "framecrc":
             lines.append("#stream#, dts,        pts, duration,     size, hash")
-        self.out.write(("\n".join(lines) + "\n").encode())
+        self._out().write(("\n".join(lines) + "\n").encode())
 
     def _digest(self, data: bytes) -> str:
         if self.algorithm == "adler32":  # framecrc starts each frame's adler32 at 0, crc at 1
@@ -128,13 +128,18 @@ class HashMuxer:
                 line += "".join(f", {name}, {len(sd):8d}, {self._digest(sd)}" for name, sd in side_data)
         elif side_data:  # hashenc.c format version 2
             line += f", S={len(side_data)}" + "".join(f", {len(sd):8d}, {self._digest(sd)}" for _, sd in side_data)
-        self.out.write((line + "\n").encode())
+        self._out().write((line + "\n").encode())
 
     def write_trailer(self) -> None:
         if self.per_frame:
             return
+        out = self._out()
         if self._whole is None:
-            self.out.write(f"CRC=0x{self._adler:08x}\n".encode())
+            out.write(f"CRC=0x{self._adler:08x}\n".encode())
         else:
-            self.out.write(f"{self.algorithm.upper()}={self._whole.hexdigest()}\n".encode())
-        self.out.flush()
+            out.write(f"{self.algorithm.upper()}={self._whole.hexdigest()}\n".encode())
+        out.flush()
+
+    def _out(self) -> BinaryIO:
+        assert self.out is not None, "the hash muxer's target is opened before its header"
+        return self.out

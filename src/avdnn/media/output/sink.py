@@ -1,13 +1,14 @@
 """Video sinks: any muxer and encoder PyAV has, written the way the ffmpeg CLI writes them.
 
 A :class:`Sink` is one output: its :class:`~.muxer.Muxer` (libavformat's, or a hash muxer),
-its streams in output order (the chain's video and the side streams, :mod:`avdnn.media.streams`),
-created together when the video encoder opens on the first frame, and the :class:`~.sidesync.SideSync`
-where they meet. What the ffmpeg CLI adds on top of the libraries is reproduced here: the
-default codec of the muxer, the encoder time base (1/frame rate), the pixel formats the encoder
-takes, and the frame-rate sync (:mod:`.vsync`, ``-fps_mode`` auto: passthrough, vfr or cfr from
-the muxer's flags; ``-r`` means constant rate). A sink closed after an error still flushes its
-encoder and writes its trailer, so the file is valid with the frames before the error.
+its streams in output order (its video streams, each a :class:`~.videolane.VideoLane` fed by a
+chain, and the side streams, :mod:`avdnn.media.streams`), created together once every video
+encoder has opened on its first frame, and the :class:`~.sidesync.SideSync` where they meet.
+What the ffmpeg CLI adds on top of the libraries is reproduced here: the default codec of the
+muxer, the encoder time base (1/frame rate), the pixel formats the encoder takes, and the
+frame-rate sync (:mod:`.vsync`, ``-fps_mode`` auto: passthrough, vfr or cfr from the muxer's
+flags; ``-r`` means constant rate). A sink closed after an error still flushes its encoders and
+writes its trailer, so the file is valid with the frames before the error.
 """
 
 from __future__ import annotations
@@ -17,24 +18,31 @@ from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, BinaryIO
 
-from avdnn.errors import AvdnnError, NotFoundError, from_av_error
-from avdnn.media.frame import Frame
+from avdnn.errors import AvdnnError, from_av_error
 from avdnn.media.output.muxer import Muxer
 from avdnn.media.output.sidesync import SideSync
 from avdnn.media.output.videoenc import VideoEncoder, auto_fps_mode
+from avdnn.media.output.videolane import FirstVideo, VideoLane, VideoSettings
+from avdnn.media.output.videostreams import VideoStreams
 from avdnn.media.streams.sidepath import SidePath
 
 
-class Sink:
-    """Encodes and muxes avdnn Frames into one output (a path, ``-`` for stdout, or a file object).
+class Sink(FirstVideo):
+    """Encodes and muxes avdnn Frames into one output (a path, ``-`` for stdout, a URL, or a file object).
 
-    Besides the video stream (output index ``video_index``; None: no video), the output carries
-    the ``sides``: streams that go around the chain (:mod:`avdnn.media.streams.sidepath`), in
-    output order, each fed through this sink (it is their
-    :class:`~avdnn.media.streams.sidepath.SideOutput`). All output streams are created together,
-    in that order, when the video encoder opens on the first frame (its size and rate come from
-    the chain), and every packet goes through one interleaver, so the muxer sees ffmpeg's order.
+    The output's streams are set by :meth:`set_streams` (its video streams with their settings,
+    and the ``sides``: streams that go around the chain, :mod:`avdnn.media.streams.sidepath`, each
+    fed through this sink, its :class:`~avdnn.media.streams.sidepath.SideOutput`), then
+    :meth:`begin` opens the target. The first video stream is written through the sink itself
+    (:meth:`write`); the others through their :attr:`lanes`. Every packet goes through one
+    interleaver, so the muxer sees ffmpeg's order. The other arguments are the output's options,
+    the defaults of every video stream.
     """
+
+    sides: list[SidePath]
+    ready: bool
+    _order: list[SidePath | VideoLane]
+    _videos: VideoStreams
 
     def __init__(
         self,
@@ -48,29 +56,31 @@ class Sink:
         bitexact: bool = False,
         codec_options: dict[str, str] | None = None,
         fps_mode: str = "auto",
-        sides: Sequence[SidePath] = (),
-        video_index: int | None = 0,
         metadata: dict[str, str] | None = None,
         start_time: int | None = None,
         recording_time: int | None = None,
         format_options: dict[str, str] | None = None,
         size: tuple[int, int] | None = None,
+        stopped: Callable[[], bool] | None = None,
     ) -> None:
         self.target = target
         self.metadata = dict(metadata or {})
         #: Output -ss and -t (-to minus -ss), in microseconds, as ffmpeg's OptionsContext keeps them.
         self.start_time = start_time
         self.recording_time = recording_time
-        #: Output -s WxH: the chain's frames are scaled to this size, as ffmpeg's autoscale does.
-        self.size = size
-        #: Gives the display matrix the video stream carries (the input's, with -noautorotate), read
-        #: when the encoder opens on the first frame.
+        self._size = size
+        #: Gives the display matrix the first video stream carries (the input's, with -noautorotate),
+        #: read when its encoder opens on the first frame.
         self.display_matrix: Callable[[], Sequence[int] | None] | None = None
         #: Called with the PyAV container once its header is written (ffmpeg's ``Output #0`` dump).
         self.on_header: Callable[[Any], object] | None = None
-        #: Called at close once the video has ended, before the side streams end.
+        #: Called at close once the first video stream has ended, before the side streams end
+        #: (the other inputs' demuxers and the other video streams' pipelines finish).
         self.before_sides_end: list[Callable[[], None]] = []
+        #: Called when the output is aborted (an error): whatever feeds it stops.
+        self.on_abort: list[Callable[[], None]] = []
         self.rate = rate
+        self.pix_fmt = pix_fmt
         self.format_options = dict(format_options or {})
         #: ffmpeg's two flags: -fflags +bitexact (the muxer's) and -flags +bitexact (the encoders');
         #: -bitexact (``bitexact``) sets both.
@@ -78,83 +88,125 @@ class Sink:
         self.codec_options = dict(codec_options or {})
         self._closed = False
         self._muxer = Muxer(
-            target, format=format, overwrite=overwrite, bitexact=bitexact, format_options=self.format_options
+            target,
+            format=format,
+            overwrite=overwrite,
+            bitexact=bitexact,
+            format_options=self.format_options,
+            stopped=stopped,
         )
         self.name = self._muxer.name
-        self._video: VideoEncoder | None = None
-        self.set_streams((), 0)  # replaced below; set so that abort() works from here on
-        muxer = self._muxer
-        self.fps_mode = (
-            auto_fps_mode(muxer.format_name, muxer.flags, rate is not None) if fps_mode == "auto" else fps_mode
-        )
-        self.codec_name: str = codec or muxer.default_video_codec
-        try:
-            self._video = VideoEncoder(
-                self.codec_name,
-                name=self.name,
-                pix_fmt=pix_fmt,
-                rate=rate,
-                fps_mode=self.fps_mode,
-                options=self.codec_options,
-                bitexact=self.bitexact,
-                start_time=start_time,
-                recording_time=recording_time,
-                fill_durations=muxer.hashed,
-                mux=self._video_packet,
-                progress=self._video_at,
-            )
-        except NotFoundError:
-            self.abort()
-            raise
+        self._fps_mode = fps_mode
+        self._codec = codec
+        self._max_packets: int | None = None
+        #: The output's video streams in output order (the first one is written through the sink).
+        self.lanes: list[VideoLane] = []
+        self._set_order((), 0)
         #: Metadata of the output's streams by output index, and chapters (set by the run plan).
         self.stream_metadata: dict[int, dict[str, str]] = {}
         #: AVStream dispositions by output index (run.selection.plan_dispositions)
         self.dispositions: list[int] = []
         self.chapters: list[Any] = []
-        self.set_streams(sides, video_index)
-
-    @property
-    def video(self) -> VideoEncoder:
-        """The output's video encoder (its codec, pixel formats, counters)."""
-        assert self._video is not None
-        return self._video
 
     # -- the output's streams -------------------------------------------------------------
 
-    def set_streams(self, sides: Sequence[SidePath], video_index: int | None = 0) -> None:
-        """The output's streams: the video at ``video_index`` (None: none) and ``sides`` in order.
+    def set_streams(self, sides: Sequence[SidePath], videos: Sequence[tuple[int, VideoSettings]] = ()) -> None:
+        """The output's streams: its video streams (output index, settings) and ``sides`` in order.
 
-        Called before the first frame; an output without video opens at once.
+        Each video stream's encoder is chosen here (``Unknown encoder`` and ffmpeg's "Automatic
+        encoder selection failed" are raised now, as ffmpeg's choose_encoder raises them).
         """
-        self.sides = list(sides)
-        self.video_index = video_index
-        n = len(self.sides) + (video_index is not None)
-        self._order: list[SidePath | None] = []
+        self._set_order(sides, len(videos))
+        self.lanes = [self._new_lane(index, nth, settings) for nth, (index, settings) in enumerate(videos)]
+        self._videos.set(self.lanes)
+        at = {lane.video_index: lane for lane in self.lanes}
         remaining = iter(self.sides)
-        for i in range(n):
-            self._order.append(None if i == video_index else next(remaining))
+        self._order = [at[i] if i in at else next(remaining) for i in range(len(self.sides) + len(self.lanes))]
+        for side in self.sides:
+            side.attach(self)
+
+    def begin(self) -> None:
+        """Open the target (the streams are set); an output without video writes its header now."""
+        try:
+            self._muxer.open()
+            if not self.lanes and self.sides:
+                with self.lock:
+                    self._create_outputs()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _new_lane(self, index: int, nth: int, settings: VideoSettings) -> VideoLane:
+        rate = settings.rate or self.rate
+        muxer = self._muxer
+        fps_mode = (
+            auto_fps_mode(muxer.format_name, muxer.flags, rate is not None)
+            if self._fps_mode == "auto"
+            else self._fps_mode
+        )
+        codec = settings.codec or self._codec or muxer.video_encoder()
+
+        def progress(end: Fraction, at_limit: bool) -> None:
+            if nth == 0:  # the side streams follow the first video stream
+                self._video_at(end, at_limit)
+            elif at_limit:
+                self._meet.finish_at(index, end)
+
+        encoder = VideoEncoder(
+            codec,
+            name=self.name,
+            pix_fmt=settings.pix_fmt or self.pix_fmt,
+            rate=rate,
+            fps_mode=fps_mode,
+            options={**self.codec_options, **settings.options},
+            bitexact=self.bitexact,
+            start_time=self.start_time,
+            recording_time=self.recording_time,
+            fill_durations=muxer.hashed,
+            mux=lambda packet, tb: self._meet.push(index, packet, tb),
+            progress=progress,
+        )
+        size = settings.size or self._size
+        lane = VideoLane(self._videos, encoder, video_index=index, nth=nth, size=size, trim=self.trim_filter())
+        if self._max_packets is not None:
+            encoder.max_packets = self._max_packets
+        return lane
+
+    def _set_order(self, sides: Sequence[SidePath], videos: int) -> None:
+        """The side streams, the interleaver of the output's ``videos`` + sides streams, and the
+        meeting of its video streams (their lanes are put in order by :meth:`set_streams`)."""
+        self.sides = list(sides)
+        self._order = list(self.sides)
         self._meet = SideSync(
-            n,
+            len(self.sides) + videos,
             self._write_packet,
-            video=video_index is not None,
+            video=videos > 0,
             on_video=[side.on_video for side in self.sides],
             on_drop=self._dropped_at_cut,
         )
         #: Held by every thread that encodes or muxes into this output.
         self.lock = self._meet.lock
+        self._videos = VideoStreams(
+            lock=self.lock,
+            create=self._create_outputs,
+            ready=lambda: self.ready,
+            end_stream=self._meet.end,
+            name=self.name,
+        )
         self.ready = False
-        for side in self.sides:
-            side.attach(self)
-        if video_index is None and self.sides:
-            try:
-                self._create_outputs(None)
-            except BaseException:
-                self.abort()
-                raise
+
+    def fail_lane(self, lane: VideoLane, error: BaseException) -> None:
+        """A video stream's pipeline failed: the output fails (its first stream stops at its next frame)."""
+        self._videos.fail_lane(lane, error)
 
     @property
-    def stream_order(self) -> list[SidePath | None]:
-        """The output's streams in order: a side path, or None for the chain's video."""
+    def video_index(self) -> int | None:
+        """The output index of the first video stream (None: the output has no video)."""
+        return self.lanes[0].video_index if self.lanes else None
+
+    @property
+    def stream_order(self) -> list[SidePath | VideoLane]:
+        """The output's streams in order: a side path, or a video stream."""
         return list(self._order)
 
     def default_codec(self, media_type: str) -> str | None:
@@ -165,6 +217,19 @@ class Sink:
     def muxer_name(self) -> str:
         return self._muxer.muxer_name
 
+    @property
+    def takes_no_stream(self) -> bool:
+        """Whether the muxer writes a file without streams (ffmpeg's AVFMT_NOSTREAMS)."""
+        return self._muxer.takes_no_stream
+
+    def reopen_output(self) -> None:
+        """Connect a network output again and write its header anew (:meth:`Muxer.reopen`).
+
+        The seam a service uses to reconnect a pushed output after a lost peer: call it from the
+        error handler of a failed write, or between frames; it takes the output's lock."""
+        with self.lock:
+            self._muxer.reopen()
+
     def trim_filter(self, audio: bool = False) -> tuple[str, str] | None:
         """The trim/atrim ffmpeg appends to an encoded stream's graph for output -ss/-t (insert_trim)."""
         args = []
@@ -173,14 +238,6 @@ class Sink:
         if self.start_time is not None:
             args.append(f"starti={self.start_time}us")
         return ("atrim" if audio else "trim", ":".join(args)) if args else None
-
-    def accepted_pix_fmts(self) -> list[str] | None:
-        """Pixel formats the encoder takes (the ffmpeg CLI appends format= with these); None: any."""
-        return self.video.accepted_pix_fmts()
-
-    def accepted_color_ranges(self) -> list[str] | None:
-        """Colour ranges the encoder takes ("tv", "pc"), as ffmpeg adds them to its format=."""
-        return self.video.accepted_color_ranges()
 
     def _side_output(self, side: SidePath) -> tuple[Any, Fraction]:
         """A side stream's output stream (or hash header entry) and time base; its encoder's
@@ -198,16 +255,30 @@ class Sink:
             err.message = f"stream {side.stats.label}: could not open encoder '{side.codec_name}': {err.message}"
             raise err from exc
 
-    def _create_outputs(self, video: tuple[Frame, Fraction, Fraction] | None) -> None:
+    def _lane_output(self, lane: VideoLane) -> tuple[Any, Fraction]:
+        import av
+
+        assert lane.first is not None
+        frame, rate, tb = lane.first
+        matrix = self.display_matrix if lane.nth == 0 else lane.display_matrix
+        try:
+            return lane.encoder.open(self._muxer.container, frame, rate, tb, matrix), tb
+        except (av.FFmpegError, ValueError) as exc:
+            err = from_av_error(exc, file=self.name)
+            which = f"video stream #{lane.nth}: " if len(self.lanes) > 1 else ""
+            err.message = (
+                f"{which}could not open encoder '{lane.codec_name}' for {frame.width}x{frame.height} "
+                f"{frame.format}: {err.message}"
+            )
+            self._videos.record(lane, err)
+            raise err from exc
+
+    def _create_outputs(self) -> None:
         """Every output stream, in output order, then the header; held side data may then flow."""
-        streams: list[tuple[Any, Fraction]] = []
-        for side in self._order:
-            if side is None:
-                assert video is not None
-                frame, rate, tb = video
-                streams.append((self.video.open(self._muxer.container, frame, rate, tb, self.display_matrix), tb))
-            else:
-                streams.append(self._side_output(side))
+        streams = [
+            self._lane_output(entry) if isinstance(entry, VideoLane) else self._side_output(entry)
+            for entry in self._order
+        ]
         self._muxer.write_header(
             streams,
             metadata=self.metadata,
@@ -221,47 +292,6 @@ class Sink:
         for side in self.sides:
             side.on_ready()
 
-    # -- the video ------------------------------------------------------------------------
-
-    def _open(self, frame: Frame, rate: Fraction | None) -> None:
-        import av
-
-        rate, tb = self.video.timing(frame, rate)
-        try:
-            with self.lock:
-                self._create_outputs((frame, rate, tb))
-        except (av.FFmpegError, ValueError) as exc:
-            err = from_av_error(exc, file=self.name)
-            err.message = (
-                f"could not open encoder '{self.codec_name}' for {frame.width}x{frame.height} "
-                f"{frame.format}: {err.message}"
-            )
-            raise err from exc
-        self.video.begin(tb)
-
-    @property
-    def started(self) -> bool:
-        """Whether the encoder is open (a first frame came, or :meth:`start` was called)."""
-        return self.video.started
-
-    def start(
-        self, width: int, height: int, pix_fmt: str, *, sar: Fraction | None = None, rate: Fraction | None = None
-    ) -> None:
-        """Open the encoder without a frame: ffmpeg still writes header and trailer when
-        no frame reaches the output (``select=0``), from what the filter graph negotiated."""
-        if not self.video.started:
-            self._open(Frame(None, pix_fmt, width, height, sample_aspect_ratio=sar), rate)
-
-    def write(self, frame: Frame, rate: Fraction | None = None) -> None:
-        """Encode one frame (rate: the chain's output frame rate, for the time base)."""
-        if not self.video.started:
-            self._open(frame, rate)
-        self.video.write(frame)
-
-    def _video_packet(self, packet: Any, tb: Fraction) -> None:
-        assert self.video_index is not None
-        self._meet.push(self.video_index, packet, tb)
-
     def _video_at(self, end: Fraction, at_limit: bool) -> None:
         """An encoded frame ends at ``end`` (s): the side streams may follow (and end there at -frames:v)."""
         if not self.sides:
@@ -270,39 +300,6 @@ class Sink:
             assert self.video_index is not None
             self._meet.finish_at(self.video_index, end)
         self._meet.video_progress(end)
-
-    @property
-    def max_packets(self) -> int | None:
-        """-frames:v: stop handing frames to the encoder after this many."""
-        return self.video.max_packets
-
-    @max_packets.setter
-    def max_packets(self, value: int | None) -> None:
-        self.video.max_packets = value
-
-    @property
-    def packets_encoded(self) -> int:
-        """Frames handed to the encoder, duplicates included (what -frames:v counts)."""
-        return self.video.packets_encoded
-
-    @property
-    def frames_past_time(self) -> int:
-        """Frames the encoder did not take because they lie past the output's -t (check_recording_time)."""
-        return self.video.frames_past_time
-
-    @property
-    def frames_written(self) -> int:
-        """Input frames that reached the output at least once."""
-        return self.video.frames_received - self.video.frames_dropped
-
-    @property
-    def frames_dropped(self) -> int:
-        """Frames never encoded: dropped by the video sync, or past the output's -t."""
-        return self.video.frames_dropped
-
-    @property
-    def frames_duplicated(self) -> int:
-        return self.video.frames_duplicated
 
     # -- the side streams (SideOutput) ----------------------------------------------------
 
@@ -327,7 +324,7 @@ class Sink:
 
     def sync_hold(self, end: Fraction) -> bool:
         """ffmpeg's sync queue: with a frame limit, other streams wait for the video to get as far."""
-        return self._meet.sync_hold(end, limited=self._video is not None and self._video.max_packets is not None)
+        return self._meet.sync_hold(end, limited=bool(self.lanes) and self.video.max_packets is not None)
 
     def wait_for_video(self, time: Fraction, stopped: Callable[[], bool], lead: Fraction = Fraction(1)) -> None:
         """Block a stream of another input until the video is within ``lead`` s of ``time`` (see SideSync)."""
@@ -344,14 +341,14 @@ class Sink:
 
     def _dropped_at_cut(self, index: int) -> None:
         side = self._order[index]
-        if side is not None:
+        if isinstance(side, SidePath):
             side.stats.drop("output frame limit reached (ffmpeg's sync queue)")
 
     def _write_packet(self, index: int, packet: Any) -> None:
         """One packet, in interleaved order, to the muxer (called under the lock)."""
         self._muxer.write_packet(index, packet)
         side_path = self._order[index]
-        if side_path is not None:
+        if isinstance(side_path, SidePath):
             side_path.stats.packets_written += 1
 
     # -- the end --------------------------------------------------------------------------
@@ -368,6 +365,7 @@ class Sink:
         if self._closed:
             return
         self._closed = self._meet.closed = True
+        self._videos.close()  # a video stream waiting for the header stops waiting
         errors: list[BaseException] = []
 
         def step(fn: Callable[[], Any]) -> None:
@@ -381,8 +379,8 @@ class Sink:
                 errors.append(err)
 
         def flush_video() -> None:
-            if self._video is not None:
-                self._video.flush()
+            if self.lanes:
+                self.video.flush()
 
         def end_video() -> None:
             if self.video_index is not None:
@@ -403,6 +401,10 @@ class Sink:
             raise errors[0]
 
     def abort(self) -> None:
-        """Close after a failure, keeping an error of the close itself from masking the first."""
+        """Close after a failure, keeping an error of the close itself from masking the first;
+        whatever else feeds the output (its other video streams) is stopped first."""
+        for hook in self.on_abort:
+            with contextlib.suppress(AvdnnError):
+                hook()
         with contextlib.suppress(AvdnnError):
             self.close()

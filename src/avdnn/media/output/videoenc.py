@@ -1,8 +1,8 @@
 """An output's video encoder, as the ffmpeg tool decides and feeds it.
 
-What ffmpeg decides: the image2 codec by file extension, the ``-fps_mode auto`` of a muxer
-(ffmpeg_mux_init.c), the pixel format the encoder takes, the encoder time base, and the
-encoder it opens (ffmpeg_enc.c's enc_open: threads, time base, rate, aspect ratio, colour,
+What ffmpeg decides (the encoder itself is the muxer's choice, :mod:`.muxer`): the ``-fps_mode
+auto`` of a muxer (ffmpeg_mux_init.c), the pixel format the encoder takes, the encoder time
+base, and the encoder it opens (ffmpeg_enc.c's enc_open: threads, time base, rate, aspect ratio, colour,
 field order, the display matrix). How it is fed (:class:`VideoEncoder`): through the frame-rate
 sync (:mod:`.vsync`), stopping at ``-frames:v`` and the output's ``-t``.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
-from avdnn.errors import AvdnnError, NotFoundError, from_av_error
+from avdnn.errors import AVERROR_ENCODER_NOT_FOUND, AvdnnError, NotFoundError, from_av_error
 from avdnn.media.frame import Frame
 from avdnn.media.libav.codecs import best_pix_fmt, encoder_color_ranges
 from avdnn.media.output.hashmux import HashStream
@@ -23,39 +23,11 @@ from avdnn.media.output.vsync import VideoSync
 __all__ = [
     "AVFMT_NOTIMESTAMPS",
     "AVFMT_VARIABLE_FPS",
-    "IMAGE2_CODECS",
     "VideoEncoder",
     "auto_fps_mode",
     "open_video_encoder",
 ]
 
-#: ffmpeg's image2 codec by file extension (libavformat/img2.c), for -f image2 outputs.
-IMAGE2_CODECS = {
-    "png": "png",
-    "jpg": "mjpeg",
-    "jpeg": "mjpeg",
-    "bmp": "bmp",
-    "tif": "tiff",
-    "tiff": "tiff",
-    "ppm": "ppm",
-    "pgm": "pgm",
-    "pbm": "pbm",
-    "pam": "pam",
-    "webp": "libwebp",
-    "gif": "gif",
-    "tga": "targa",
-    "exr": "exr",
-    "qoi": "qoi",
-    "sgi": "sgi",
-    "pcx": "pcx",
-    "dpx": "dpx",
-    "jp2": "jpeg2000",
-    "j2k": "jpeg2000",
-    "xwd": "xwd",
-    "pfm": "pfm",
-    "phm": "phm",
-    "hdr": "hdr",
-}
 AVFMT_NOTIMESTAMPS = 0x80
 AVFMT_VARIABLE_FPS = 0x400
 AV_CODEC_FLAG_BITEXACT = 0x800000
@@ -141,8 +113,9 @@ class VideoEncoder:
     """One output's video encoder: chosen at once, opened on the first frame, fed through the sync.
 
     ``codec_name`` is ``-c:v`` (or the muxer's default); an unknown one is ffmpeg's "Unknown
-    encoder". ``mux(packet, tb)`` takes each packet; ``progress(end, at_limit)`` hears where each
-    encoded frame ends (s) and whether it was the last ``max_packets`` allows. ``fill_durations``:
+    encoder" (AVERROR_ENCODER_NOT_FOUND: exit 8). ``mux(packet, tb)`` takes each packet;
+    ``progress(end, at_limit)`` hears where each encoded frame ends (s) and whether it was the
+    last ``max_packets`` allows. ``fill_durations``:
     the muxer (a hash muxer) needs each packet's duration, as libavformat's muxing fills it.
     Counters: ``frames_received``, ``frames_past_time`` (past the output's -t), ``packets_encoded``
     (duplicates included: what -frames:v counts).
@@ -171,7 +144,7 @@ class VideoEncoder:
         try:
             self.codec = av.Codec(codec_name, "w")
         except (av.FFmpegError, ValueError) as exc:
-            raise NotFoundError(f"Unknown encoder '{codec_name}'", file=name) from exc
+            raise NotFoundError(f"Unknown encoder '{codec_name}'", code=AVERROR_ENCODER_NOT_FOUND, file=name) from exc
         self.pix_fmt = self._closest_pix_fmt(pix_fmt)
         self.rate = rate
         self.fps_mode = fps_mode

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from avdnn.errors import InvalidArgumentError, from_av_error
+from avdnn.errors import AVERROR_ENCODER_NOT_FOUND, NotFoundError, from_av_error
 from avdnn.media.output.hashmux import HashStream
 from avdnn.media.output.videoenc import AV_CODEC_FLAG_BITEXACT
 from avdnn.media.streams.sidepath import SidePath
@@ -35,7 +35,7 @@ class EncodePath(SidePath):
         try:
             self._codec = av.Codec(codec, "w")
         except (av.FFmpegError, ValueError) as exc:
-            raise InvalidArgumentError(f"Unknown encoder '{codec}'") from exc
+            raise NotFoundError(f"Unknown encoder '{codec}'", code=AVERROR_ENCODER_NOT_FOUND) from exc
         self.encoder: Any = None
 
     def configure(self, enc: Any) -> None:
