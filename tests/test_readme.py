@@ -101,5 +101,18 @@ def _many(lines: list[str]) -> None:
     assert [pts for k, pts in rows if k == 1] == [512 * n for n in range(10)]
 
 
+def _zone_events(lines: list[str]) -> None:
+    """The face's life in the left zone as events (seq, type, id, zone, time), then the books."""
+    rows = [line.split() for line in lines if re.match(r"\d+ (new|enter|exit|update|end) ", line)]
+    assert [int(r[0]) for r in rows] == list(range(len(rows))) and rows, lines
+    kinds = [r[1] for r in rows]
+    assert kinds[0] == "new" and kinds[-1] == "end" and "enter" in kinds, kinds
+    text = "\n".join(lines)
+    assert "frames: read 120, written 120, failed 0" in text, text
+    assert f"produced {len(rows)} " in text and f"published {len(rows)}, dropped 0, buffered 0" in text, text
+    m = re.search(r"zone left: inside \d+, entered (\d+) \(\d+ objects?\), exited (\d+)", text)
+    assert m and int(m.group(1)) == kinds.count("enter") and int(m.group(2)) == kinds.count("exit"), text
+
+
 #: what each README python block prints, checked in order
-PRINTS = [_faces, _frames_and_stats, _many]
+PRINTS = [_faces, _frames_and_stats, _many, _zone_events]
