@@ -8,10 +8,15 @@ whose libraries give the same bytes as PyAV's FFmpeg 8.1. The clips are the ones
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from spine_util import Result, clip_paths, ffmpeg_exe, run_cli, run_cli_subprocess
+
+# avdnn.dnn.faults reads $AVDNN_DNN_FAULTS only under this explicit test switch (a variable left in
+# a production environment must not fail real runs); set for the suite and the CLIs it starts
+os.environ["AVDNN_TEST_FAULTS"] = "1"
 
 
 @pytest.fixture(scope="session")
