@@ -150,9 +150,11 @@ class RunBuilder:
             return pipeline.run(r.progress)
         finally:
             for companion in companions:
-                companion.close()
+                companion.close()  # its input too (when its demuxer ended: never under it)
+            fed = {id(companion.source) for companion in companions}
             for other in others:
-                other.close()
+                if id(other) not in fed:
+                    other.close()
 
     def _sink(self, opts: StreamOptions) -> Sink:
         """The output, created (or refused: it exists without ``overwrite``) before the other inputs open."""
