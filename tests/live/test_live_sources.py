@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,29 @@ def test_udp_stream_is_read_whole_and_its_silence_ends_the_run(
     assert f"udp://127.0.0.1:{port}" in err and "no data for 2 s (-live_timeout)" in err
     assert "Traceback" not in err
     assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["a"])  # finished cleanly, whole
+
+
+def test_a_udp_receiver_started_long_before_its_sender_waits_for_it(
+    ffmpeg: str, served: dict[str, Path], tmp_path: Path
+) -> None:
+    """The first open of a UDP receiver waits for its sender as ffmpeg's does: -live_timeout (and its
+    retries) bound the reads and the reopenings, not that wait. With the bounds made small here the
+    receiver used to give up after 0.5 s x 2 attempts + 0.1 s (with the defaults: 23 s)."""
+    port = free_port(socket.SOCK_DGRAM)
+    out = tmp_path / "late.framemd5"
+    options = ["-live_timeout", "0.5", "-reconnect_attempts", "1", "-reconnect_delay", "0.1", "-live_drop", "none"]
+    proc = _receiver(options, f"udp://127.0.0.1:{port}", out)
+    try:
+        udp_bound(port)
+        time.sleep(2.0)  # the sender starts well after the old give-up point (the scenario, not a measure)
+        assert proc.poll() is None, proc.communicate()[1]  # still waiting for its sender
+        with Server(ffmpeg, served["a"], f"udp://127.0.0.1:{port}?pkt_size=1316") as server:
+            assert server.wait() == 0
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert "no data for 0.5 s (-live_timeout)" in err and "Traceback" not in err  # the sender's end: a stall
+    assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["a"])  # every frame it sent
 
 
 def test_tcp_server_restarted_mid_run_is_reopened(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
