@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from live_util import Server, frame_hashes, framemd5_rows, free_port, tcp_listening, udp_bound
+from spine_util import run_ffmpeg
 
 import avdnn
 
@@ -99,6 +100,29 @@ def test_a_udp_receiver_started_long_before_its_sender_waits_for_it(
         proc.kill()
     assert "no data for 0.5 s (-live_timeout)" in err and "Traceback" not in err  # the sender's end: a stall
     assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["a"])  # every frame it sent
+
+
+def test_a_second_input_that_is_live_is_refused_by_name(ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
+    """A live input feeding only streams around another input's chain would be read without the
+    live input's reopening and drop queue: refused, naming it, before anything is written."""
+    audio = tmp_path / "tone.ts"
+    made = run_ffmpeg(ffmpeg, ["-f", "lavfi", "-i", "sine=d=4", "-c:a", "aac", "-f", "mpegts", str(audio)])
+    assert made.rc == 0, made.err
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    with Server(ffmpeg, audio, f"{url}?listen=1"):
+        tcp_listening(port)
+        with pytest.raises(avdnn.NotSupportedError) as info:
+            avdnn.run(
+                clip["carphone"],
+                output=str(tmp_path / "o.mkv"),
+                codec="ffv1",
+                more_inputs=[(url, None, {})],
+                more_source_options={1: {"reconnect_attempts": 0}},
+                map=["0:v", "1:a"],
+            )
+    assert f"input #1 '{url}' is live but does not drive the output" in str(info.value)
+    assert not (tmp_path / "o.mkv").exists() or (tmp_path / "o.mkv").stat().st_size == 0
 
 
 def test_tcp_server_restarted_mid_run_is_reopened(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:

@@ -204,6 +204,16 @@ class RunBuilder:
                     f"the chain of input #{driver}'s video, are not supported yet",
                     option="i",
                 )
+            if companion.source.live:
+                # its demuxer has neither the live input's reopening nor its drop queue (it paces itself
+                # on the video, which a live input cannot wait for): refused rather than read unbounded
+                raise NotSupportedError(
+                    f"input #{k} '{companion.source.name}' is live but does not drive the output (its streams "
+                    f"would go around the chain of input #{driver}'s video, without a live input's reopening "
+                    "and drop queue): not supported yet; take the chain's video from the live input, or give "
+                    "each live input an output of its own",
+                    option="map",
+                )
         return driver, companions
 
 
