@@ -26,6 +26,10 @@ from spine_util import (
     skip_kind,
 )
 
+# avdnn.dnn.faults reads $AVDNN_DNN_FAULTS only under this explicit test switch (a variable left in
+# a production environment must not fail real runs); set for the suite and the CLIs it starts
+os.environ["AVDNN_TEST_FAULTS"] = "1"
+
 
 @pytest.fixture(scope="session")
 def ffmpeg() -> str:

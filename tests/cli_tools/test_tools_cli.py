@@ -4,8 +4,10 @@ one-chain -filter_complex, -progress and the listings."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -275,6 +277,39 @@ def test_progress_blocks_as_ffmpeg(clip: dict[str, str], ffmpeg: str, tmp_path: 
     blocks = _blocks(out.read_text())
     assert len(blocks) > 2 and blocks[-1]["progress"] == "end" and blocks[-1]["frame"] == "120"
     assert [int(b["out_time_us"]) for b in blocks] == sorted(int(b["out_time_us"]) for b in blocks)
+
+
+def test_progress_ends_on_failure(clip: dict[str, str], tmp_path: Path) -> None:
+    """An output that fails mid-run (a full disk) still gets its last block with progress=end, as ffmpeg's."""
+    out = tmp_path / "p.txt"
+    args = ["-v", "error", "-i", clip["carphone"], "-progress", str(out), "-y", "-f", "framemd5", "/dev/full"]
+    res = _avdnn(args)
+    assert res.returncode != 0 and b"No space left on device" in res.stderr, res.stderr
+    blocks = _blocks(out.read_text())
+    assert blocks and blocks[-1]["progress"] == "end" and list(blocks[-1]) == _KEYS
+    assert all(b["progress"] == "continue" for b in blocks[:-1])
+
+
+def test_progress_ends_on_ctrl_c(clip: dict[str, str], tmp_path: Path) -> None:
+    """Ctrl-C (exit 255) still writes the last block with progress=end."""
+    out = tmp_path / "p.txt"
+    cmd = [sys.executable, "-m", "avdnn", "-v", "error", "-stream_loop", "-1", "-i", clip["carphone"]]
+    cmd += ["-progress", str(out), "-stats_period", "0.05", "-f", "null", "-"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while "progress=continue" not in (out.read_text() if out.exists() else "") and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()[1]
+            time.sleep(0.05)  # polling a file another process writes: there is nothing to wait on
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 255, err
+    blocks = _blocks(out.read_text())
+    assert blocks[-1]["progress"] == "end" and int(blocks[-1]["frame"]) > 0
+    assert [b["progress"] for b in blocks].count("end") == 1
 
 
 # --------------------------------------------------------------------------- listings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import logging
 import threading
 
 import numpy as np
@@ -415,8 +416,23 @@ def test_auto_nireq_and_bad_arguments() -> None:
         engine(nireq=-1)
 
 
-def test_faults_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_faults_from_environment_only_under_the_test_switch(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv(faults.ENV, "worker_start:errno=EPERM:in_flush=1,post_process:at=3")
+    monkeypatch.delenv(faults.SWITCH)  # the conftest sets it for the suite: a real run has no faults
+    monkeypatch.setattr(faults, "_ignored_warned", False)
+    logger = logging.getLogger("avdnn.dnn")
+    logger.addHandler(caplog.handler)  # the CLI's set-up may have stopped propagation
+    try:
+        assert not faults.current_plan() and not faults.current_plan()
+    finally:
+        logger.removeHandler(caplog.handler)
+    said = {(id(r), r.getMessage()) for r in caplog.records if faults.ENV in r.getMessage()}  # a record may come twice
+    assert [m for _, m in said] == [
+        f"${faults.ENV} is ignored: fault injection is a test switch (set {faults.SWITCH}=1 in a test run)"
+    ]  # said once
+    monkeypatch.setenv(faults.SWITCH, "1")
     plan = faults.current_plan()
     assert [(f.point, f.errno, f.at, f.in_flush) for f in plan.faults] == [
         ("worker_start", errno.EPERM, None, True),

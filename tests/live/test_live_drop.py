@@ -60,10 +60,33 @@ def test_slow_chain_drops_the_oldest_by_default(
     assert stats.frames_written < stats.frames_read
     assert stats.frames_read == stats.frames_written + stats.frames_failed + dropped[cause]
     assert stats.check(), stats.violations()
-    got = [h for _, h in framemd5_rows(out)]
+    rows = framemd5_rows(out)
+    got = [h for _, h in rows]
     assert len(got) == stats.frames_written and _subsequence(got, frame_hashes(ffmpeg, served["b"]))
     assert f"dropped by {cause}: {dropped[cause]}" in stats.summary()
     assert stats.as_dict()["input_dropped"] == dropped
+    # which frames survive tells the policy: the oldest queued go, so the last 8 (the queue at the
+    # end) are all written, and of the first 8 queued behind frame 0 some were dropped
+    pts = {p for p, _ in rows}  # the clip's frame numbers (time base 1001/30000, from 0)
+    assert set(range(22, 30)) <= pts and not set(range(1, 9)) <= pts, sorted(pts)
+
+
+def test_slow_chain_with_live_drop_newest_keeps_the_first(
+    ffmpeg: str, served: dict[str, Path], tmp_path: Path, register: Callable[[type], type]
+) -> None:
+    """-live_drop newest drops the arriving frame: the first 8 queued behind frame 0 all survive and the
+    last frame, arriving at a full queue, is dropped (the opposite of oldest, by the frames' pts)."""
+    register(_Slow)
+    out = tmp_path / "newest.framemd5"
+    stats = _run_live(ffmpeg, served["b"], out, "avdnn_test_slow", live_drop="newest")
+    cause = "input live queue (-live_drop newest, -live_queue 8)"
+    assert stats.frames_read == 30 and stats.input_dropped[cause] > 0
+    assert stats.frames_read == stats.frames_written + stats.input_dropped[cause]
+    assert stats.check(), stats.violations()
+    rows = framemd5_rows(out)
+    assert _subsequence([h for _, h in rows], frame_hashes(ffmpeg, served["b"]))
+    pts = {p for p, _ in rows}
+    assert set(range(9)) <= pts and 29 not in pts, sorted(pts)
 
 
 def test_slow_chain_with_live_drop_none_writes_every_frame(
@@ -106,8 +129,10 @@ def test_live_drop_given_for_a_file_applies_to_it(
     assert not stats.input_live and stats.input_dropped[cause] > 0
     assert stats.frames_read == 30 == stats.frames_written + stats.input_dropped[cause]
     assert stats.check(), stats.violations()
-    got = [h for _, h in framemd5_rows(out)]
-    assert _subsequence(got, frame_hashes(ffmpeg, served["b"]))
+    rows = framemd5_rows(out)
+    assert _subsequence([h for _, h in rows], frame_hashes(ffmpeg, served["b"]))
+    pts = {p for p, _ in rows}  # newest over a file read as fast as it decodes: the first 3 survive, the last goes
+    assert set(range(3)) <= pts and 29 not in pts, sorted(pts)
 
 
 def test_waifu2x_slower_than_real_time_drops_and_counts(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:

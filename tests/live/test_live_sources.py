@@ -16,11 +16,13 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from live_util import Server, frame_hashes, framemd5_rows, free_port, tcp_listening, udp_bound
+from spine_util import run_ffmpeg
 
 import avdnn
 
@@ -75,6 +77,52 @@ def test_udp_stream_is_read_whole_and_its_silence_ends_the_run(
     assert f"udp://127.0.0.1:{port}" in err and "no data for 2 s (-live_timeout)" in err
     assert "Traceback" not in err
     assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["a"])  # finished cleanly, whole
+
+
+def test_a_udp_receiver_started_long_before_its_sender_waits_for_it(
+    ffmpeg: str, served: dict[str, Path], tmp_path: Path
+) -> None:
+    """The first open of a UDP receiver waits for its sender as ffmpeg's does: -live_timeout (and its
+    retries) bound the reads and the reopenings, not that wait. With the bounds made small here the
+    receiver used to give up after 0.5 s x 2 attempts + 0.1 s (with the defaults: 23 s)."""
+    port = free_port(socket.SOCK_DGRAM)
+    out = tmp_path / "late.framemd5"
+    options = ["-live_timeout", "0.5", "-reconnect_attempts", "1", "-reconnect_delay", "0.1", "-live_drop", "none"]
+    proc = _receiver(options, f"udp://127.0.0.1:{port}", out)
+    try:
+        udp_bound(port)
+        time.sleep(2.0)  # the sender starts well after the old give-up point (the scenario, not a measure)
+        assert proc.poll() is None, proc.communicate()[1]  # still waiting for its sender
+        with Server(ffmpeg, served["a"], f"udp://127.0.0.1:{port}?pkt_size=1316") as server:
+            assert server.wait() == 0
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert "no data for 0.5 s (-live_timeout)" in err and "Traceback" not in err  # the sender's end: a stall
+    assert [h for _, h in framemd5_rows(out)] == frame_hashes(ffmpeg, served["a"])  # every frame it sent
+
+
+def test_a_second_input_that_is_live_is_refused_by_name(ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
+    """A live input feeding only streams around another input's chain would be read without the
+    live input's reopening and drop queue: refused, naming it, before anything is written."""
+    audio = tmp_path / "tone.ts"
+    made = run_ffmpeg(ffmpeg, ["-f", "lavfi", "-i", "sine=d=4", "-c:a", "aac", "-f", "mpegts", str(audio)])
+    assert made.rc == 0, made.err
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    with Server(ffmpeg, audio, f"{url}?listen=1"):
+        tcp_listening(port)
+        with pytest.raises(avdnn.NotSupportedError) as info:
+            avdnn.run(
+                clip["carphone"],
+                output=str(tmp_path / "o.mkv"),
+                codec="ffv1",
+                more_inputs=[(url, None, {})],
+                more_source_options={1: {"reconnect_attempts": 0}},
+                map=["0:v", "1:a"],
+            )
+    assert f"input #1 '{url}' is live but does not drive the output" in str(info.value)
+    assert not (tmp_path / "o.mkv").exists() or (tmp_path / "o.mkv").stat().st_size == 0
 
 
 def test_tcp_server_restarted_mid_run_is_reopened(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:

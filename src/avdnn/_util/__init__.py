@@ -1,1 +1,1 @@
-"""Plain helpers with no avdnn imports above them: core counts, URL and secret redaction."""
+"""Plain helpers with no avdnn imports above them: core counts, URL and secret redaction, a recency-bounded dict."""

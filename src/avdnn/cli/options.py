@@ -193,6 +193,8 @@ def output_option(a: Args, name: str, spec: str, val: str) -> None:
         from avdnn.media.values import parse_size
 
         a.size = parse_size(val)
+    elif name in ("max_muxing_queue_size", "muxing_queue_data_threshold"):
+        st.per_stream[(name, spec)] = val  # per stream, as ffmpeg's; no specifier: every stream
     elif name in ("b", "ar", "ac"):
         if name == "b" and spec in ("", "v"):
             a.codec_options["b"] = val

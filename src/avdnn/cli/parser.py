@@ -82,6 +82,8 @@ _OUTPUT_VALUES = {
     "map_metadata",
     "map_chapters",
     "s",
+    "max_muxing_queue_size",
+    "muxing_queue_data_threshold",
 }
 
 

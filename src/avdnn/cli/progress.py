@@ -3,7 +3,8 @@
 ffmpeg-progress-yield, better-ffmpeg-progress and many scripts run ffmpeg with ``-progress
 pipe:1`` (or a file) and read ``out_time_us=`` against the input's duration. The block is
 fftools/ffmpeg.c's print_report(): its keys, order and number formats, one block every
-``-stats_period`` seconds (0.5 by default) and a last one with ``progress=end``. Deliberate
+``-stats_period`` seconds (0.5 by default) and a last one with ``progress=end``, however the
+run ended (an output's failure and Ctrl-C included, as ffmpeg's final report). Deliberate
 differences: ``stream_0_0_q`` is ``-0.0`` (PyAV does not expose the encoder's quality), and
 ``total_size`` is the output file's size, ``N/A`` for a pipe or a hash muxer.
 """
@@ -52,7 +53,8 @@ class ProgressWriter:
         self._file.write(self.block(stats, now - self.start, final).encode())
 
     def block(self, stats: Any, elapsed: float, final: bool) -> str:
-        frames = stats.frames_written
+        """One block; ``stats`` None: the output never started (its counts are 0)."""
+        frames = stats.frames_written if stats is not None else 0
         fps = frames / elapsed if elapsed > 1 else 0.0
         size = self._size()
         us = self.out_us
@@ -66,7 +68,8 @@ class ProgressWriter:
             f"frame={frames}\nfps={fps:.2f}\nstream_0_0_q=-0.0\nbitrate={bitrate}\n"
             f"total_size={'N/A' if size is None else size}\nout_time_us={us}\nout_time_ms={us}\n"
             f"out_time={hh:02d}:{mm:02d}:{ss:02d}.{frac:06d}\n"
-            f"dup_frames={stats.sink_duplicated}\ndrop_frames={stats.sink_dropped}\nspeed={speed}\n"
+            f"dup_frames={getattr(stats, 'sink_duplicated', 0)}\ndrop_frames={getattr(stats, 'sink_dropped', 0)}\n"
+            f"speed={speed}\n"
             f"progress={'end' if final else 'continue'}\n"
         )
 

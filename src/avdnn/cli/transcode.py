@@ -66,14 +66,19 @@ def transcode(args: Args, level: int) -> int:
         machine = ProgressWriter(args.progress, period=args.stats_period, output=outputs[0].output)
     try:
         report = api.run_many(jobs)
-        if machine is not None:
-            machine(report[0], last[0], final=True)
-            machine.close()
     except api.OutputsFailedError as exc:
         error = exc.stats.unstarted_error()
         if error is not None:
-            raise error from None  # failed before it ran: main() prints its line
+            _close(machine)
+            raise error from None  # failed before it ran: main() prints its line (ffmpeg writes no block)
+        _end(machine, exc.stats, last[0])
         return _failed(exc, [str(out.output) for out in outputs], progress, level)
+    except (
+        BaseException
+    ) as exc:  # Ctrl-C (KeyboardInterrupt with the outputs' stats), a bug: the last block still says end
+        _end(machine, getattr(exc, "stats", None), last[0])
+        raise
+    _end(machine, report, last[0])
     if progress is not None:
         for index, result in enumerate(report.outputs):
             if result.stats is not None:
@@ -81,6 +86,22 @@ def transcode(args: Args, level: int) -> int:
     if level <= logging.INFO:
         sys.stderr.write(report.summary() + "\n")
     return 0
+
+
+def _end(machine: ProgressWriter | None, report: Any, frame: Any) -> None:
+    """The last ``-progress`` block (``progress=end``), however the run ended, as ffmpeg's final print_report."""
+    if machine is None:
+        return
+    try:
+        stats = report[0] if report is not None else None
+        machine(stats, frame, final=True)
+    finally:
+        _close(machine)
+
+
+def _close(machine: ProgressWriter | None) -> None:
+    if machine is not None:
+        machine.close()
 
 
 def _failed(exc: api.OutputsFailedError, names: list[str], progress: Progress | None, level: int) -> int:

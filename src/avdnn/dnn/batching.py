@@ -65,6 +65,10 @@ class Batcher(ABC):
     def _put_back(self, req: Request) -> None:
         """``req`` ran its batch and is free again; the caller holds the lock."""
 
+    @abstractmethod
+    def _after_put_back(self) -> None:
+        """Called after :meth:`_put_back`, the lock released (the scheduler's idle work runs here)."""
+
     # -- grouping -------------------------------------------------------------------------
 
     def _queue(self, items: Sequence[Item]) -> None:
@@ -180,6 +184,7 @@ class Batcher(ABC):
                 self._record(item, err_, result)
             self._put_back(req)
             self._cond.notify_all()
+        self._after_put_back()
 
     def _complete(self, item: Item, error: BaseException | None, result: Any = None) -> None:
         """Record one finished inference under the lock; the first error of a task is kept."""

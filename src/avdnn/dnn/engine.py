@@ -20,7 +20,9 @@ request scheduling; what a batch is, how it runs and how its tasks complete is
 * :meth:`Engine.flush` runs the partial last batch and raises its real error; a worker that
   cannot start raises AVERROR_EXTERNAL for EAGAIN and AVERROR(errno) otherwise (seed 001);
 * each request's input buffer is grow-only (seed 002): reused, reallocated only for a larger
-  batch, released at :meth:`Engine.close`, which waits for in-flight requests with a bound.
+  batch, released at :meth:`Engine.close`, which waits for in-flight requests with a bound;
+  what must not run under a request still in flight after it (freeing the backend model) waits
+  for the last one to end (:meth:`Engine.when_idle`).
 """
 
 from __future__ import annotations
@@ -99,6 +101,9 @@ class Engine(Batcher):
         self._closed = False
         self._interrupted = False
         self._next_index = 0
+        #: run once no request is in flight (when_idle); taken under the lock, run after it
+        self._when_idle: list[Callable[[], None]] = []
+        self._idle_due: list[Callable[[], None]] = []
         # workers of an engine nobody closed still stop when it is collected
         weakref.finalize(self, _stop_workers, self._requests)
 
@@ -212,7 +217,10 @@ class Engine(Batcher):
         self._stop_workers()  # each worker exits after the job it runs, if any
         if not idle:
             log.warning(
-                "%s: %d inference request(s) still running after %.1fs; abandoned", self.name, self._busy, limit
+                "%s: %d inference request(s) still running after %.1fs; abandoned (the model is freed when they end)",
+                self.name,
+                self._busy,
+                limit,
             )
         else:
             for req in self._requests:
@@ -261,10 +269,29 @@ class Engine(Batcher):
         with self._cond:
             self._put_back(req)
             self._cond.notify_all()
+        self._after_put_back()
 
     def _put_back(self, req: Request) -> None:
         self._busy -= 1
         self._free.append(req)
+        if not self._busy and self._when_idle:
+            self._idle_due += self._when_idle
+            self._when_idle = []
+
+    def _after_put_back(self) -> None:
+        with self._cond:
+            due, self._idle_due = self._idle_due, []
+        if due:  # on a thread of its own: the completing one may be the backend's (OpenVINO's callback)
+            threading.Thread(target=_run_all, args=(due,), name=f"{self.name}-idle", daemon=True).start()
+
+    def when_idle(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once no request is in flight: now if none is, else right after the last one ends
+        (after an abandoned close, the backend model is freed then, never under a live request)."""
+        with self._cond:
+            if self._busy:
+                self._when_idle.append(fn)
+                return
+        fn()
 
     def _dispatch(self, n: int, *, in_flush: bool = False) -> None:
         """Bind up to ``n`` pending items to a free request, fill its buffer, start it."""
@@ -364,6 +391,14 @@ def _serve(engine_ref: weakref.ref[Engine], req: Request, inbox: queue.SimpleQue
             return
         engine._run(req, *job)
         del engine, job
+
+
+def _run_all(fns: Sequence[Callable[[], None]]) -> None:
+    for fn in fns:
+        try:
+            fn()
+        except Exception:  # on a thread of its own: nobody to raise it to
+            log.warning("freeing a model after its last request failed", exc_info=True)
 
 
 def _stop_workers(requests: Sequence[Request]) -> None:

@@ -21,13 +21,16 @@ keeps the meaning above; an ``inference`` fault without it counts the batches of
 
 Use :func:`inject` in tests (a context manager; engines created inside it see the plan),
 or set ``AVDNN_DNN_FAULTS`` for a subprocess (the CLI), e.g.
-``worker_start:errno=EAGAIN:in_flush=1`` or ``post_process:at=3,flush:errno=EIO``.
-Nothing here is active unless one of the two is used.
+``worker_start:errno=EAGAIN:in_flush=1`` or ``post_process:at=3,flush:errno=EIO``. The
+variable is read only under the test switch ``AVDNN_TEST_FAULTS=1`` (the test suite's conftest
+sets it): a variable left in a production environment must not make real runs fail, so without
+the switch it is ignored with one warning. Nothing here is active unless one of the two is used.
 """
 
 from __future__ import annotations
 
 import errno as _errno
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -38,6 +41,10 @@ from avdnn.errors import ExternalError, InvalidArgumentError, from_errno
 
 POINTS = ("worker_start", "inference", "post_process", "flush")
 ENV = "AVDNN_DNN_FAULTS"
+#: The explicit test switch: ``$AVDNN_DNN_FAULTS`` is read only when this is "1".
+SWITCH = "AVDNN_TEST_FAULTS"
+
+log = logging.getLogger("avdnn.dnn")
 
 
 @dataclass(frozen=True)
@@ -113,11 +120,21 @@ def inject(*faults: Fault) -> Iterator[FaultPlan]:
                 _active.remove(f)
 
 
+_ignored_warned = False
+
+
 def current_plan() -> FaultPlan:
-    """The plan a new engine uses: :func:`inject`'s faults plus ``$AVDNN_DNN_FAULTS``."""
+    """The plan a new engine uses: :func:`inject`'s faults plus ``$AVDNN_DNN_FAULTS`` (under the test switch)."""
+    global _ignored_warned
     with _active_lock:
         faults = list(_active)
-    faults += parse_env(os.environ.get(ENV, ""))
+        text = os.environ.get(ENV, "")
+        if text and os.environ.get(SWITCH) != "1":
+            if not _ignored_warned:
+                _ignored_warned = True
+                log.warning("$%s is ignored: fault injection is a test switch (set %s=1 in a test run)", ENV, SWITCH)
+            text = ""
+    faults += parse_env(text)
     return FaultPlan(tuple(faults))
 
 

@@ -140,6 +140,8 @@ def shut_down(engine: Engine, backend: BackendModel, release: Release | None, *,
 
     Requests still in flight are cancelled first where the backend can and it is not kept
     (nobody reads their results); a kept one is reused only if it was idle and never cancelled.
+    The backend model is never closed under a live request: requests still running after the
+    engine's bounded wait free it when the last of them ends (:meth:`Engine.when_idle`).
     """
     idle = False
     try:
@@ -148,8 +150,12 @@ def shut_down(engine: Engine, backend: BackendModel, release: Release | None, *,
             backend.cancel()  # nobody reads these results: stop them instead of waiting
         idle = engine.close()
     finally:
-        if release is not None:
-            # one with requests still running after the bounded wait is not idle: not reused
-            release(backend, idle and not cancelled)
-        else:
-            backend.close()
+        reusable = idle and not cancelled  # one still running after the bounded wait is not reused
+
+        def free() -> None:
+            if release is not None:
+                release(backend, reusable)
+            else:
+                backend.close()
+
+        engine.when_idle(free)

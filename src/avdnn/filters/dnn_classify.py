@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from avdnn._util.lru import LruDict
 from avdnn.dnn import Item, io_analytics
 from avdnn.dnn.detect import classify_top1
 from avdnn.dnn.interface import DNNBackendType, DNNFunctionType
@@ -29,6 +30,7 @@ from avdnn.filters.options import INT_MAX, Option
 from avdnn.media.detections import NUM_CLASSIFY, Detections
 from avdnn.media.frame import Frame
 from avdnn.media.pixfmt import DNN_PIX_FMTS
+from avdnn.tracking.summary import MAX_TRACKS
 
 CLASSIFY_OPTIONS: tuple[Option, ...] = (
     Option("confidence", "float", 0.5, 0, 1, help="threshold of confidence"),
@@ -83,8 +85,10 @@ class DnnClassifyFilter(DnnFilter):
         self.target = target.lower() if target else None
         self._specs: dict[tuple[int, int], io_analytics.InputSpec] = {}
         self._reclassify = int(values.get("reclassify_interval", 1))
-        self._ages: dict[int, int] = {}  # track id -> frames seen since its last inference (submit side)
-        self._labels: dict[int, Any] = {}  # track id -> its last result (finish side, in frame order)
+        # per track id, bounded (a 24/7 input's tracker hands out ids for ever): the least recently seen
+        # go first, and a track seen again after that is just classified again
+        self._ages: LruDict[int, int] = LruDict(MAX_TRACKS)  # frames seen since its last inference (submit side)
+        self._labels: LruDict[int, Any] = LruDict(MAX_TRACKS)  # its last result (finish side, in frame order)
 
     def _reuse(self, track_id: int) -> bool:
         """DL Streamer's reclassify-interval: whether this tracked box reuses its track's labels now."""

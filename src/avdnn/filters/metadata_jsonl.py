@@ -17,7 +17,9 @@ One line per frame::
      "track_id": 3, "predicted": false}]}
 
 and, at end of stream (or at close, when the run stopped early) when the boxes carried track
-ids (a ``track`` filter upstream) and ``summary=1`` (the default), one line per track (:mod:`avdnn.tracking.summary`)::
+ids (a ``track`` filter upstream) and ``summary=1`` (the default), one line per track
+(:mod:`avdnn.tracking.summary`; on a long input a track closed by the summary's bound, the 4096
+most recent held, gets its line when it closes, so every track still gets exactly one)::
 
     {"version": 2, "type": "track", "track_id": 3, "label": "face", "first_pts": 1, "last_pts": 119,
      "first_time": 0.033, "last_time": 3.97, "frames": 119, "detected_frames": 119,
@@ -46,7 +48,7 @@ from avdnn.events.record import LateEvents, analytics_of
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
 from avdnn.media.frame import Frame
-from avdnn.tracking.summary import TrackSummary
+from avdnn.tracking.summary import TrackRecord, TrackSummary
 
 #: Bumped when a field changes meaning or disappears (adding fields keeps it).
 SCHEMA_VERSION = 2
@@ -96,7 +98,10 @@ class MetadataJsonlFilter(Filter):
         self.path = str(path)
         self.direct = bool(values.get("direct"))
         self.count = 0
-        self.summary: TrackSummary | None = TrackSummary() if values.get("summary", True) else None
+        #: a track closed by the summary's bound (24/7 inputs: tracking.summary) gets its line when it closes
+        self.summary: TrackSummary | None = (
+            TrackSummary(on_closed=self._write_track) if values.get("summary", True) else None
+        )
         #: the events stage's events after its last frame, and how many of them are written
         self._late: LateEvents | None = None
         self._late_written = 0
@@ -134,7 +139,8 @@ class MetadataJsonlFilter(Filter):
         self._out.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
 
     def _write_summary(self) -> None:
-        """The track lines, once: at end of stream, or at close when the run stopped early (-frames:v)."""
+        """The late events and the track lines still held, once: at end of stream, or at close when the
+        run stopped early (-frames:v)."""
         late = self._late
         if late is not None:
             for event in late.events[self._late_written :]:
@@ -142,6 +148,10 @@ class MetadataJsonlFilter(Filter):
             self._late_written = len(late.events)
         summary, self.summary = self.summary, None
         for rec in summary.records() if summary is not None else ():
+            self._write_track(rec)
+
+    def _write_track(self, rec: TrackRecord) -> None:
+        if self._out is not None:
             self._write({"version": SCHEMA_VERSION, "type": "track", **rec.to_dict()})
 
     def flush(self) -> list[Frame]:

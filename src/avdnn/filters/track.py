@@ -31,7 +31,7 @@ from avdnn.filters.base import Filter
 from avdnn.filters.options import INT_MAX, Option
 from avdnn.media.detections import SKIPPED_KEY, Detections
 from avdnn.media.frame import Frame
-from avdnn.tracking import PARAMETERS, Tracker, TrackSummary, create_tracker, list_trackers
+from avdnn.tracking import PARAMETERS, Tracker, TrackRecord, TrackSummary, create_tracker, list_trackers
 from avdnn.tracking.base import ReportsAlive, tracker_spec
 
 log = logging.getLogger("avdnn.filters")
@@ -122,7 +122,8 @@ class TrackFilter(Filter):
             raise InvalidArgumentError("frame_rate must not be negative", filter=self.label, option="frame_rate")
         self._rate: Fraction | None = None
         self.tracker: Tracker | None = None
-        self.summary = TrackSummary()
+        #: per-track totals; a track closed by its bound (tracking.summary) is logged when it closes
+        self.summary = TrackSummary(on_closed=self._log_track)
         self._count = 0
         self._warned = False
         self._summarised = False
@@ -217,24 +218,27 @@ class TrackFilter(Filter):
         if self._summarised:
             return
         self._summarised = True
-        records = self.summary.records()
+        totals = self.summary.totals
         log.info(
             "%s: %d tracks%s",
             self.label,
-            len(records),
-            f" (ids {records[0].track_id}..{records[-1].track_id})" if records else "",
+            totals.tracks,
+            f" (ids {totals.first_id}..{totals.last_id})" if totals.tracks else "",
         )
-        for rec in records:
-            conf = rec.mean_confidence
-            log.log(
-                VERBOSE,
-                "%s: track %d: %s, frames %d (detected %d), pts %s..%s, mean confidence %s",
-                self.label,
-                rec.track_id,
-                rec.label or "-",
-                rec.frames,
-                rec.detected,
-                rec.first_pts,
-                rec.last_pts,
-                "-" if conf is None else f"{conf:.3f}",
-            )
+        for rec in self.summary.records():
+            self._log_track(rec)
+
+    def _log_track(self, rec: TrackRecord) -> None:
+        conf = rec.mean_confidence
+        log.log(
+            VERBOSE,
+            "%s: track %d: %s, frames %d (detected %d), pts %s..%s, mean confidence %s",
+            self.label,
+            rec.track_id,
+            rec.label or "-",
+            rec.frames,
+            rec.detected,
+            rec.first_pts,
+            rec.last_pts,
+            "-" if conf is None else f"{conf:.3f}",
+        )

@@ -168,9 +168,11 @@ class RunBuilder:
             return pipeline.run(r.progress)
         finally:
             for companion in companions:
-                companion.close()
+                companion.close()  # its input too (when its demuxer ended: never under it)
+            fed = {id(companion.source) for companion in companions}
             for other in others:
-                other.close()
+                if id(other) not in fed:
+                    other.close()
 
     def _lane_pipeline(self, lane: LanePlan, video: VideoLane) -> Callable[[], Pipeline]:
         """How another video stream's pipeline is made: its input opened again, its own chain."""
@@ -246,6 +248,16 @@ class RunBuilder:
                     f"input options {', '.join(sorted(timing))} of input #{k}, whose streams go around "
                     f"the chain of input #{driver}'s video, are not supported yet",
                     option="i",
+                )
+            if companion.source.live:
+                # its demuxer has neither the live input's reopening nor its drop queue (it paces itself
+                # on the video, which a live input cannot wait for): refused rather than read unbounded
+                raise NotSupportedError(
+                    f"input #{k} '{companion.source.name}' is live but does not drive the output (its streams "
+                    f"would go around the chain of input #{driver}'s video, without a live input's reopening "
+                    "and drop queue): not supported yet; take the chain's video from the live input, or give "
+                    "each live input an output of its own",
+                    option="map",
                 )
         return plan
 

@@ -7,19 +7,22 @@ accounting and error is collected in one :class:`~avdnn.run.multistats.MultiRunS
 reaches the main thread only: it sets the run's :class:`~avdnn.run.stop.StopSignal`, every output
 stops at its next frame and finishes its file, and one still blocked in its input after
 :data:`STOP_GRACE` seconds is left behind. DNN filters naming one ``model_instance`` share it
-across the outputs (one :class:`~avdnn.dnn.shared.InstanceScope` per run).
+across the outputs (one :class:`~avdnn.dnn.shared.InstanceScope` per run, which every output
+enters too: an output left behind keeps its models until it ends).
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from avdnn._util.joins import OwnedThread
 from avdnn._util.redact import redact_url
-from avdnn.dnn.shared import InstanceScope, current_scope
+from avdnn.dnn.shared import InstanceScope
 from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.media.frame import Frame
 from avdnn.media.input.live import is_network
@@ -55,13 +58,13 @@ def run_outputs(requests: Sequence[RunRequest]) -> MultiRunStats:
     interrupt: KeyboardInterrupt | None = None
     with InstanceScope() as scope:  # DNN filters naming one model_instance share it across the outputs
         if len(requests) == 1:  # one output: on the calling thread (the same driver, no thread to join)
-            _drive(requests[0], stats.outputs[0], bugs, stop, lambda: None)
+            _drive(requests[0], stats.outputs[0], bugs, stop, lambda: None, scope)
         else:
             left = _Countdown(len(requests))
             for k, request in enumerate(requests):
                 threading.Thread(
                     target=contextvars.copy_context().run,  # each thread sees the run's context (the shared scope)
-                    args=(_drive, request, stats.outputs[k], bugs, stop, left.one_done),
+                    args=(_drive, request, stats.outputs[k], bugs, stop, left.one_done, scope),
                     name=f"avdnn-output-{k}",
                     daemon=True,
                 ).start()
@@ -88,11 +91,20 @@ def run_outputs(requests: Sequence[RunRequest]) -> MultiRunStats:
 
 
 def _drive(
-    request: RunRequest, result: OutputResult, bugs: list[BaseException], stop: StopSignal, done: Callable[[], None]
+    request: RunRequest,
+    result: OutputResult,
+    bugs: list[BaseException],
+    stop: StopSignal,
+    done: Callable[[], None],
+    scope: InstanceScope,
 ) -> None:
-    """One output, start to end; how it ended goes into ``result`` (bugs into ``bugs``), then ``done()``."""
+    """One output, start to end; how it ended goes into ``result`` (bugs into ``bugs``), then ``done()``.
+
+    The output holds its own entry of the run's ``scope``: an output left behind after Ctrl-C's
+    grace keeps the shared models it uses until it really ends (the last to leave frees them).
+    """
     try:
-        with stop_scope(stop), current_scope().stream(f"out#{result.index}"):
+        with scope, stop_scope(stop), scope.stream(f"out#{result.index}"):
             result.stats = RunBuilder(request).run()
     except AvdnnError as exc:
         result.error = exc
@@ -187,11 +199,9 @@ class ParallelFrames:
         self._context = contextvars.copy_context()
         self._context.run(self._scope.__enter__)
         self._threads = [
-            threading.Thread(
-                target=self._context.copy().run,
-                args=(self._produce, k, url, chain, options),
+            OwnedThread(
+                functools.partial(self._context.copy().run, self._produce, k, url, chain, options),
                 name=f"avdnn-stream-{k}",
-                daemon=True,
             )
             for k, (url, chain) in enumerate(specs)
         ]
@@ -204,7 +214,8 @@ class ParallelFrames:
         stream: FrameStream | None = None
         finished = False
         try:
-            with stop_scope(self._stop), self._scope.stream(f"stream#{k}"):
+            # its own entry of the scope: a stream left behind by close() keeps its models until it ends
+            with self._scope, stop_scope(self._stop), self._scope.stream(f"stream#{k}"):
                 stream = RunBuilder(RunRequest(url, chain, **options)).frames()
                 result.stats = stream.stats
                 for frame in stream:
@@ -235,10 +246,14 @@ class ParallelFrames:
             raise self._bugs[0]
 
     def _finish(self) -> None:
+        """Wait for the sources' threads, each with a bound (a source blocked in its input, a listening
+        socket nobody connects to, cannot stop at a frame: it is left behind, and closes itself)."""
         if not self._ended:
             self._ended = True
-            for thread in self._threads:
-                thread.join()
+            for k, thread in enumerate(self._threads):
+                result = self.stats.outputs[k]
+                if not thread.join(what=f"source #{k} ({result.describe_inputs()})") and result.error is None:
+                    result.interrupted = True
             self._context.run(self._scope.__exit__, None, None, None)
             self.stats.instance_lines = self._scope.summary(labels=True)
 

@@ -29,7 +29,7 @@ from avdnn.run.livequeue import DropQueue, queue_policy
 from avdnn.run.settle import settle_stages
 from avdnn.run.stats import RunStats, StageStats, stage_reports
 from avdnn.run.stop import current_stop
-from avdnn.run.threads import Channel, Writer, prefetch
+from avdnn.run.threads import Channel, Prefetch, Writer
 
 #: Frames queued between the decoder, the chain and the encoder threads (bounds memory).
 QUEUE_DEPTH = 4
@@ -54,7 +54,7 @@ class Pipeline:
         self.source = source
         #: Decode and encode on threads of their own (AVDNN_THREADS=0 turns it off).
         self.threaded = threaded if threaded is not None else os.environ.get("AVDNN_THREADS", "1") != "0"
-        self._reader: Any = None
+        self._reader: Prefetch[Frame] | None = None
         self._taken = 0
         self.sink = sink
         self.max_frames = max_frames
@@ -206,11 +206,11 @@ class Pipeline:
             live = bool(getattr(self.source, "live", False))
             self._queue = DropQueue(policy[1], policy[0], name=getattr(self.source, "name", ""), live=live)
             self._channel = self._queue
-            it = self._reader = prefetch(it, policy[1], name="avdnn-live", channel=self._queue)
+            it = self._reader = Prefetch(it, policy[1], name="avdnn-live", channel=self._queue)
             it = self._consumed(it)
         elif self.threaded:
             self._channel = Channel(QUEUE_DEPTH)
-            it = self._reader = prefetch(it, QUEUE_DEPTH, name="avdnn-decode", channel=self._channel)
+            it = self._reader = Prefetch(it, QUEUE_DEPTH, name="avdnn-decode", channel=self._channel)
             it = self._consumed(it)
         for i in range(len(self.stages)):
             it = self._stage(i, it)
@@ -263,10 +263,13 @@ class Pipeline:
             self._failed = True  # nothing more is read for the output (no drain of the side streams)
             with contextlib.suppress(AvdnnError):  # the first error is the one that ended the run
                 frames.close()
-            if writer is not None:
+            if writer is not None and not writer.left_behind:
                 with contextlib.suppress(AvdnnError):
                     writer.finish()  # the frames before the error still reach the output
-            sink.abort()
+            if writer is not None and writer.left_behind:
+                writer.then(sink.abort)  # still writing into it (bounded join): finished when it ends
+            else:
+                sink.abort()
             self._sync_sink_stats(writer)
             if isinstance(exc, AvdnnError):
                 self.stats.error = self.stats.error or exc
@@ -360,11 +363,13 @@ class Pipeline:
         self._closed = True
         if self._forget_stop is not None:
             self._forget_stop()
-        if self._reader is not None:
+        reader = self._reader
+        left_behind = False  # the decoder thread is still in the input: it closes it when it ends
+        if reader is not None:
             interrupt = getattr(self.source, "interrupt", None)
             if interrupt is not None:
                 interrupt()  # a live input waiting to be reopened stops waiting
-            self._reader.close()  # joins the decoder thread before the input is closed
+            left_behind = not reader.close()  # joins the decoder thread (bounded) before the input is closed
             self._sync_drops()
             assert self._channel is not None
             # counted, not inferred: a frame read and then neither taken, dropped nor left queued
@@ -377,6 +382,7 @@ class Pipeline:
             and self.stats.error is None
             and not self._failed
             and not self._eof
+            and not left_behind
             and self.sink.sides
         ):
             sink = self.sink
@@ -397,7 +403,10 @@ class Pipeline:
                 stage.close()
             except Exception as exc:  # noqa: BLE001 - close all, report the first
                 first = first or exc
-        self.source.close()
+        if reader is not None and left_behind:
+            reader.then(self.source.close)  # never under the thread still reading it
+        else:
+            self.source.close()
         if first is not None and (self.stats.error is None or self.stats.error is first):
             raise first
 

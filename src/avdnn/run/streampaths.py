@@ -3,9 +3,10 @@
 The chain's video goes through the chain; every other stream of the output gets a path in the
 sink (:mod:`avdnn.media.streams.sidepath`): audio and subtitles are copied or encoded (SubRip to
 ASS in Matroska, as ffmpeg converts them), data and attachments copied, with the output's
-per-stream ``-c``, ``-b:a``, ``-ar``, ``-ac`` and ``-af`` (a video that is not copied goes
-through a chain of its own: :mod:`avdnn.run.wiring`). A deliberate difference, documented:
-``-c copy`` together with ``-vf`` copies the streams that are not filtered (ffmpeg refuses the pair).
+per-stream ``-c``, ``-b:a``, ``-ar``, ``-ac``, ``-af``, ``-max_muxing_queue_size`` and
+``-muxing_queue_data_threshold`` (a video that is not copied goes through a chain of its own:
+:mod:`avdnn.run.wiring`). A deliberate difference, documented: ``-c copy`` together with ``-vf``
+copies the streams that are not filtered (ffmpeg refuses the pair).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from avdnn.errors import AVERROR_ENCODER_NOT_FOUND, InvalidArgumentError, NotFoundError
+from avdnn.media.output.muxqueue import MAX_MUXING_QUEUE_SIZE, MUXING_QUEUE_DATA_THRESHOLD, MuxingQueue
 from avdnn.media.streams.audio import AudioEncodePath
 from avdnn.media.streams.sidepath import SidePath
 from avdnn.media.streams.streamcopy import CopyPath
@@ -107,8 +109,17 @@ def build_sides(
                 filters_text=opts.audio_filters,
             )
         )
+    nths: dict[str, int] = {}
     for side in sides:
         side.input_file = file_of(side.stream)[0] if file_of is not None else 0
+        kind = side.stream.type
+        nth = nths[kind] = nths.get(kind, -1) + 1
+        packets = opts.stream_option("max_muxing_queue_size", kind, nth)
+        data = opts.stream_option("muxing_queue_data_threshold", kind, nth)
+        side.muxing_queue = MuxingQueue(
+            MAX_MUXING_QUEUE_SIZE if packets is None else _number(packets, "max_muxing_queue_size"),
+            MUXING_QUEUE_DATA_THRESHOLD if data is None else _number(data, "muxing_queue_data_threshold"),
+        )
     return sides
 
 

@@ -5,16 +5,23 @@ while they infer, so a decoder thread feeding the chain and an encoder thread dr
 keep both cores busy. The hand-offs are bounded :class:`Channel` s (memory stays bounded),
 carry frames in order (one producer, one consumer each), and carry errors: a failure on
 either side reaches the other as an exception, and a consumer that stops early cancels the
-producer, which then stops at its next frame. Waits are on conditions, never sleeps.
+producer, which then stops at its next frame. Waits are on conditions, never sleeps, and the
+joins are bounded (:mod:`avdnn._util.joins`): a thread stuck where no flag reaches it is left
+behind with what it still uses, released when it ends.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
+
+from avdnn._util import joins
+from avdnn._util.joins import OwnedThread
+from avdnn.errors import IOFailureError
 
 T = TypeVar("T")
 
@@ -85,16 +92,34 @@ class Channel(Generic[T]):
             return len(self._items)
 
 
-def prefetch(source: Iterator[T], depth: int, *, name: str, channel: Channel[T] | None = None) -> Iterator[T]:
-    """Run ``source`` on its own thread, ``depth`` items ahead of the consumer.
+class Prefetch(Generic[T]):
+    """``source`` run on its own thread, ``depth`` items ahead of the consumer (an iterator of its items).
 
-    Closing the returned generator cancels the producer and joins its thread, so whoever
-    owns the underlying resource can close it safely afterwards. ``channel`` replaces the
-    plain bounded channel (a live input's drop queue, run.livequeue).
+    :meth:`close` cancels the producer and joins its thread (bounded: ``join_timeout``, None for
+    :data:`~avdnn._util.joins.JOIN_TIMEOUT`), so whoever owns the underlying resource can close it
+    safely afterwards; a producer still running after the bound (stuck in a read) is left behind,
+    and what it uses is released by :meth:`then` when it ends. ``channel`` replaces the plain
+    bounded channel (a live input's drop queue, run.livequeue).
     """
-    chan: Channel[T] = channel if channel is not None else Channel(depth)
 
-    def produce() -> None:
+    def __init__(
+        self,
+        source: Iterator[T],
+        depth: int,
+        *,
+        name: str,
+        channel: Channel[T] | None = None,
+        join_timeout: float | None = None,
+    ) -> None:
+        self._source = source
+        self._chan: Channel[T] = channel if channel is not None else Channel(depth)
+        self._join_timeout = join_timeout
+        self._done = False
+        self._thread = OwnedThread(self._produce, name=name)
+        self._thread.start()
+
+    def _produce(self) -> None:
+        chan, source = self._chan, self._source
         try:
             for item in source:
                 chan.put(item)
@@ -109,17 +134,36 @@ def prefetch(source: Iterator[T], depth: int, *, name: str, channel: Channel[T] 
                 close()
         chan.end()
 
-    thread = threading.Thread(target=produce, name=name, daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = chan.get()
-            if item is _END:
-                return
-            yield item
-    finally:
-        chan.cancel()
-        thread.join()
+    def __iter__(self) -> Prefetch[T]:
+        return self
+
+    def __next__(self) -> T:
+        if self._done:
+            raise StopIteration
+        try:
+            item = self._chan.get()
+        except BaseException:
+            self.close()
+            raise
+        if item is _END:
+            self.close()
+            raise StopIteration
+        return item  # type: ignore[no-any-return]
+
+    def close(self) -> bool:
+        """Stop the producer and wait for it (bounded); False: it was left behind (see :meth:`then`)."""
+        self._done = True
+        self._chan.cancel()
+        return self._thread.join(self._join_timeout)
+
+    def then(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the producer has ended (at once if it has): a left-behind one's releases."""
+        self._thread.then(fn)
+
+
+def prefetch(source: Iterator[T], depth: int, *, name: str, channel: Channel[T] | None = None) -> Prefetch[T]:
+    """``Prefetch(source, depth, ...)``: ``source`` run on its own thread, ``depth`` items ahead."""
+    return Prefetch(source, depth, name=name, channel=channel)
 
 
 class Writer:
@@ -141,7 +185,7 @@ class Writer:
         self.stopped = threading.Event()
         #: items offered after the consumer stopped (counted by the producer's thread only)
         self._offered_late = 0
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = OwnedThread(self._run, name=name)
         self._thread.start()
 
     def _run(self) -> None:
@@ -187,9 +231,34 @@ class Writer:
             return False  # Channel.refused counted it
         return True
 
-    def finish(self) -> None:
-        """Wait until every queued item is consumed; raise the consumer's error."""
+    def finish(self, timeout: float | None = None) -> None:
+        """Wait until every queued item is consumed; raise the consumer's error.
+
+        The wait is bounded (``timeout``, None: :data:`~avdnn._util.joins.JOIN_TIMEOUT`): a consumer
+        still busy after it (a write to a pipe nobody reads) is left behind with
+        :class:`WriterStuckError`, and what it writes into is released by :meth:`then` when it ends.
+        """
         self._chan.end()
-        self._thread.join()
+        if not self._thread.join(timeout):
+            self._chan.cancel()  # it takes nothing more once its item is done
+            raise WriterStuckError(self._thread.name, joins.JOIN_TIMEOUT if timeout is None else timeout)
         if self.error is not None:
             raise self.error
+
+    @property
+    def left_behind(self) -> bool:
+        """Whether :meth:`finish` gave up waiting for the consumer (it may still be running)."""
+        return self._thread.left_behind
+
+    def then(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the consumer's thread has ended (at once if it has)."""
+        self._thread.then(fn)
+
+
+class WriterStuckError(IOFailureError):
+    """The writer thread did not finish within its bound: AVERROR(ETIMEDOUT); the output is left unfinished."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__(
+            f"{name}: still writing after {seconds:g} s; the output is left unfinished", code=-errno.ETIMEDOUT
+        )

@@ -15,13 +15,14 @@ from avdnn.tracking.base import (
     list_trackers,
     register_tracker,
 )
-from avdnn.tracking.summary import TrackRecord, TrackSummary
+from avdnn.tracking.summary import TrackRecord, TrackSummary, TrackTotals
 
 __all__ = [
     "KNOWN_TRACKERS",
     "PARAMETERS",
     "TrackRecord",
     "TrackSummary",
+    "TrackTotals",
     "Tracker",
     "TrackerSpec",
     "create_tracker",

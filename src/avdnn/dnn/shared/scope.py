@@ -47,6 +47,8 @@ class InstanceScope:
         self._all: list[SharedInstance | InstanceReport] = []
         self._keep = keep
         self._entered = 0
+        #: instances being loaded now, by name (set when the load ended, either way)
+        self._loading: dict[str, threading.Event] = {}
         #: the stream label of filters attached in this context (see stream())
         self._prefix: contextvars.ContextVar[str | None] = contextvars.ContextVar("avdnn_stream", default=None)
 
@@ -59,26 +61,52 @@ class InstanceScope:
         backend: type[Backend] | None = None,
         faults: FaultPlan | None = None,
     ) -> SharedModel:
-        """The filter ``label``'s handle on instance ``config.model_instance`` (loaded if new)."""
+        """The filter ``label``'s handle on instance ``config.model_instance`` (loaded if new).
+
+        The scope's lock is never held while a model loads (an OpenVINO compile takes seconds):
+        a new name is marked as loading under it, loaded outside it, and a filter naming the same
+        instance meanwhile waits for that load only; filters of other instances attach at once.
+        """
         name = config.model_instance
         if not name:
             raise InvalidArgumentError("a shared model needs model_instance", filter=label, option="model_instance")
         prefix = self._prefix.get()
         label = f"{prefix}:{label}" if prefix else label
-        with self._lock:
-            inst = self._live.get(name)
+        while True:
+            with self._lock:
+                inst = self._live.get(name)
+                loading = self._loading.get(name)
+                if inst is None and loading is None:
+                    loading = self._loading[name] = threading.Event()
+                    held = self._entered > 0  # a run's scope holds it until the run ends
+                    break
             if inst is not None:
                 with inst.lock:
                     if not inst.closed:  # else its last filter is closing it: load a new one
                         inst.check(config, func_type, label, backend)
                         return inst.attach(label, config, func_type)
-            held = self._entered > 0  # a run's scope holds it until the run ends
+                with self._lock:
+                    if self._live.get(name) is inst:  # closing: the scope forgets it, a new one loads
+                        del self._live[name]
+                continue
+            assert loading is not None
+            loading.wait()  # another filter is loading this instance: attach to it (or load it if that failed)
+        try:
             inst = SharedInstance(name, config, func_type, label=label, backend=backend, faults=faults, held=held)
-            inst.on_closed = self._closed
+        except BaseException:
+            with self._lock:
+                del self._loading[name]
+            loading.set()  # a filter waiting for it loads it itself (and reports its own error)
+            raise
+        inst.on_closed = self._closed
+        with inst.lock:
+            model = inst.attach(label, config, func_type)
+        with self._lock:
+            del self._loading[name]
             self._live[name] = inst
             self._all.append(inst)
-            with inst.lock:
-                return inst.attach(label, config, func_type)
+        loading.set()
+        return model
 
     @contextlib.contextmanager
     def stream(self, name: str) -> Iterator[None]:

@@ -14,7 +14,9 @@ reopenings, ``-reconnect_delay`` seconds apart. The first open is retried the sa
 camera that is not up yet). None of these names is an AVOption (http's own ``-reconnect``,
 ``-reconnect_streamed``, ``-reconnect_delay_max``, ``-timeout``, ``-rw_timeout`` ... still
 reach http and the other protocols untouched). A listening input (``tcp://...?listen=1``)
-waits for its peer without the open bound, as ffmpeg does (``-listen_timeout`` bounds it).
+waits for its peer without the open bound, as ffmpeg does (``-listen_timeout`` bounds it), and
+so does the first open of a UDP/RTP receiver, which waits for a sender that may start later
+(udp's own ``?timeout=`` bounds it); its reopenings keep the bound.
 """
 
 from __future__ import annotations
@@ -194,6 +196,15 @@ def listens(url: str, options: dict[str, str]) -> bool:
     )
 
 
+#: Protocols whose input binds a socket and waits for datagrams from a sender (no connection).
+_RECEIVER_PROTOCOLS = frozenset({"udp", "udplite", "rtp", "srtp"})
+
+
+def receives(url: str, format: str | None) -> bool:  # noqa: A002 - ffmpeg's -f
+    """A datagram receiver (``udp://``, ``rtp://``, an SDP session): it waits for a sender that may start later."""
+    return protocol(url) in _RECEIVER_PROTOCOLS or (format or "") == "sdp"
+
+
 class StallError(IOFailureError):
     """A network input gave no data for ``seconds`` (-live_timeout): AVERROR(ETIMEDOUT)."""
 
@@ -248,7 +259,12 @@ def open_input(
     if not is_network(url, format):
         return _open_once(url, name, format, opts, None)
     bound = live.live_timeout or None
-    timeout = (None if listens(url, opts) else bound, bound)
+    # the open of a listening input, and the first one of a UDP/RTP receiver, waits for its peer
+    # without avdnn's bound, as ffmpeg's does (their own -listen_timeout / udp ?timeout= bound it):
+    # -live_timeout on it made a receiver started ~23 s before its sender give up (5 s x 4 attempts
+    # + 3 x 1 s); a reopening stays bounded, so a sender gone for good still ends the input
+    waits = listens(url, opts) or (receives(url, format) and not reconnect)
+    timeout = (None if waits else bound, bound)
     tries = -1 if live.reconnect_attempts == -1 else live.reconnect_attempts + (0 if reconnect else 1)
     attempt = 0
     while True:

@@ -127,62 +127,67 @@ class Source:
         self.live_options = LiveOptions(reconnect_attempts, reconnect_delay, live_timeout, live_drop, live_queue)
         open_args: dict[str, Any] = {"format": format, "options": options, "live": self.live_options}
         container: Any = open_input(url, **open_args)
-        self.live_stats = LiveStats()
-        self._stop = threading.Event()  # the run is ending: no more waiting to reopen
-        if video and not container.streams.video:
+        try:
+            self.live_stats = LiveStats()
+            self._stop = threading.Event()  # the run is ending: no more waiting to reopen
+            if video and not container.streams.video:
+                raise InvalidArgumentError("no video stream", file=url)
+            rate = 1.0 if realtime else readrate  # ffmpeg: -re is -readrate 1; -readrate 0 does not pace
+            #: Whether the input arrives at its own pace (network, device, -re): media.input.live.is_live.
+            self.live = is_live(url, format, container, paced=bool(rate))
+            #: A live network input is read with bounds and reopened when lost (media.input.reopen).
+            self._reopener: Reopener | None = None
+            if self.live and is_network(url, format):
+                self._reopener = Reopener(self.url, self.name, open_args, self.live_stats, self._stop)
+            start = container.start_time
+            self._start_us = start if start is not None and self.format != "lavfi" else 0
+            self._offset_us = (parse_time(itsoffset, "itsoffset") or 0) - (self._seek_us or 0) - self._start_us
+            self._demux = Demuxer(
+                container,
+                self.name,
+                pacer=Pacer(rate, readrate_initial_burst) if rate else None,
+                offset_us=self._offset_us,
+                watch=self._reopener.packets if self._reopener is not None else None,
+            )
+            self.accurate_seek = accurate_seek
+            self.autorotate = autorotate
+            self._override: Matrix | None = None
+            if display_rotation is not None or display_hflip or display_vflip:
+                self._override = matrix_from_options(display_rotation, display_hflip, display_vflip)
+            trim = [
+                *(["start=0us"] if self._seek_us is not None and accurate_seek else []),
+                *([f"duration={self._recording_us}us"] if self._recording_us is not None else []),
+            ]
+            self._filters = InputFilters(
+                autorotate=autorotate, display_matrix=self._override, trim=":".join(trim) if trim else None
+            )
+            self._reader = VideoReader(
+                self._demux,
+                self._filters,
+                name=self.name,
+                decoder_args={"threads": threads, "xerror": xerror, "options": decoder_options, "file": self.name},
+                discard=discard,
+                offset_us=self._offset_us,
+                start_us=self._start_us,
+                stream_loop=stream_loop,
+                max_error_rate=max_error_rate,
+                reopener=self._reopener,
+                live_stats=self.live_stats,
+            )
+            #: Whether video is decoded for a chain (False: an output without video, or -c:v copy).
+            self.video = False
+            if video:
+                self.use_video(container.streams.video[0].index)
+            self._ahead: list[Frame] = []
+            self._error: AvdnnError | None = None
+            self._gen: Generator[Frame, None, None] | None = None
+            if self._seek_us is not None:
+                self._demux.seek(self._seek_us + self._start_us)
+        except BaseException:
+            # whatever failed after the open (no video, a bad -discard, the decoder, the seek): the
+            # container is closed here, not left to the garbage collector with its descriptor and threads
             container.close()
-            raise InvalidArgumentError("no video stream", file=url)
-        rate = 1.0 if realtime else readrate  # ffmpeg: -re is -readrate 1; -readrate 0 does not pace
-        #: Whether the input arrives at its own pace (network, device, -re): media.input.live.is_live.
-        self.live = is_live(url, format, container, paced=bool(rate))
-        #: A live network input is read with bounds and reopened when lost (media.input.reopen).
-        self._reopener: Reopener | None = None
-        if self.live and is_network(url, format):
-            self._reopener = Reopener(self.url, self.name, open_args, self.live_stats, self._stop)
-        start = container.start_time
-        self._start_us = start if start is not None and self.format != "lavfi" else 0
-        self._offset_us = (parse_time(itsoffset, "itsoffset") or 0) - (self._seek_us or 0) - self._start_us
-        self._demux = Demuxer(
-            container,
-            self.name,
-            pacer=Pacer(rate, readrate_initial_burst) if rate else None,
-            offset_us=self._offset_us,
-            watch=self._reopener.packets if self._reopener is not None else None,
-        )
-        self.accurate_seek = accurate_seek
-        self.autorotate = autorotate
-        self._override: Matrix | None = None
-        if display_rotation is not None or display_hflip or display_vflip:
-            self._override = matrix_from_options(display_rotation, display_hflip, display_vflip)
-        trim = [
-            *(["start=0us"] if self._seek_us is not None and accurate_seek else []),
-            *([f"duration={self._recording_us}us"] if self._recording_us is not None else []),
-        ]
-        self._filters = InputFilters(
-            autorotate=autorotate, display_matrix=self._override, trim=":".join(trim) if trim else None
-        )
-        self._reader = VideoReader(
-            self._demux,
-            self._filters,
-            name=self.name,
-            decoder_args={"threads": threads, "xerror": xerror, "options": decoder_options, "file": self.name},
-            discard=discard,
-            offset_us=self._offset_us,
-            start_us=self._start_us,
-            stream_loop=stream_loop,
-            max_error_rate=max_error_rate,
-            reopener=self._reopener,
-            live_stats=self.live_stats,
-        )
-        #: Whether video is decoded for a chain (False: an output without video, or -c:v copy).
-        self.video = False
-        if video:
-            self.use_video(container.streams.video[0].index)
-        self._ahead: list[Frame] = []
-        self._error: AvdnnError | None = None
-        self._gen: Generator[Frame, None, None] | None = None
-        if self._seek_us is not None:
-            self._demux.seek(self._seek_us + self._start_us)
+            raise
 
     # -- streams --------------------------------------------------------------------------
 

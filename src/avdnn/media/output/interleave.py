@@ -146,6 +146,16 @@ class Interleaver:
             self._started = True
             self._release(True)
 
+    def discard(self) -> None:
+        """End of an output whose header was never written: what is held cannot be written (each
+        packet goes to ``on_drop``), and nothing more is taken."""
+        with self.lock:
+            self._ended = [True] * len(self._ended)
+            for entry in self._buf:
+                self._drop(entry.index)
+            self._buf = []
+            self._queued = [0] * len(self._queued)
+
     def _release(self, flush: bool) -> None:
         if not self._started:
             return

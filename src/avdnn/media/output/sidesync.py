@@ -81,6 +81,10 @@ class SideSync:
         """End of the output: every packet left, in order."""
         self._interleaver.flush()
 
+    def discard(self) -> None:
+        """End of an output that never wrote its header: the packets held are dropped."""
+        self._interleaver.discard()
+
     @property
     def peak(self) -> int:
         """The most packets the interleaver ever held at once (bounded by the video pipeline's depth)."""

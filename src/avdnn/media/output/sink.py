@@ -290,6 +290,7 @@ class Sink(FirstVideo):
         self.ready = True
         self._meet.start()
         for side in self.sides:
+            side.muxing_queue.release()
             side.on_ready()
 
     def _video_at(self, end: Fraction, at_limit: bool) -> None:
@@ -304,8 +305,12 @@ class Sink(FirstVideo):
     # -- the side streams (SideOutput) ----------------------------------------------------
 
     def push_side(self, side: SidePath, packet: Any, tb: Fraction) -> None:
-        """A packet of a side stream (``tb``: its time base), into the interleaver."""
-        self._meet.push(side.out_index, packet, tb)
+        """A packet of a side stream (``tb``: its time base), into the interleaver (held, bounded as
+        ffmpeg's muxing queue, while the header waits for the video)."""
+        with self.lock:
+            if not self.ready:
+                side.hold_before_header(packet.size)
+            self._meet.push(side.out_index, packet, tb)
 
     def finish_side_at(self, side: SidePath, end: Fraction) -> None:
         """A copied video reached -frames:v, ending at ``end`` (s): the other streams end there too."""
@@ -342,7 +347,8 @@ class Sink(FirstVideo):
     def _dropped_at_cut(self, index: int) -> None:
         side = self._order[index]
         if isinstance(side, SidePath):
-            side.stats.drop("output frame limit reached (ffmpeg's sync queue)")
+            late = "output frame limit reached (ffmpeg's sync queue)"
+            side.stats.drop(late if self.ready else "output ended before its header")
 
     def _write_packet(self, index: int, packet: Any) -> None:
         """One packet, in interleaved order, to the muxer (called under the lock)."""
@@ -394,7 +400,7 @@ class Sink(FirstVideo):
         if self.ready:
             for side in self.sides:
                 step(side.end)
-        step(self._meet.flush)
+        step(self._meet.flush if self.ready else self._meet.discard)  # no header: nothing can be written
         for close in self._muxer.close_steps():
             step(close)
         if errors:

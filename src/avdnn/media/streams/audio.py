@@ -68,8 +68,9 @@ class AudioEncodePath(EncodePath):
     """Decode, filter (``-af`` + ffmpeg's aformat for the encoder) and encode one audio stream.
 
     The encoder belongs to the output (it is created with the output's header); decoded frames
-    that arrive before it are held, and so are filtered frames past the video's progress while a
-    frame limit is in force (ffmpeg's sync queue before the encoders), all under the sink's lock.
+    that arrive before it are held (as many as ffmpeg's muxing queue would hold of their packets:
+    :mod:`avdnn.media.output.muxqueue`), and so are filtered frames past the video's progress while
+    a frame limit is in force (ffmpeg's sync queue before the encoders), all under the sink's lock.
     """
 
     media_type = "audio"
@@ -194,6 +195,11 @@ class AudioEncodePath(EncodePath):
         if not packet.size:
             return  # the demuxer's flush packet: end() drains the decoder
         self.stats.packets_read += 1
+        if self.encoder is None:  # its frames wait for the output's header: ffmpeg's muxing queue bound
+            assert self.sink is not None
+            with self.sink.lock:
+                if self.encoder is None:
+                    self.hold_before_header(packet.size)
         try:
             frames = self._dec.decode(packet)
         except av.InvalidDataError as exc:  # concealed as ffmpeg does: counted, decoding goes on

@@ -14,8 +14,9 @@ The encoding paths share their encoder's set-up (:mod:`.encoding`). Each hands p
 output (:class:`SideOutput`, the :class:`~avdnn.media.output.sink.Sink`), whose interleaver
 orders them with the video, so a slow model delays them with the video instead of
 desynchronising them, and they never buffer more than the video pipeline's depth (plus
-libavformat's interleave bound). Each path counts what it read, wrote, dropped and failed, by
-cause (:class:`StreamStats`).
+libavformat's interleave bound); before the output's header (the chain's first frame) what they
+hold is bounded as ffmpeg's muxing queue is (:mod:`avdnn.media.output.muxqueue`). Each path
+counts what it read, wrote, dropped and failed, by cause (:class:`StreamStats`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import threading
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
+
+from avdnn.media.output.muxqueue import MuxingQueue
 
 __all__ = ["SideOutput", "SidePath", "StreamStats"]
 
@@ -104,6 +107,22 @@ class SidePath:
         self.sink: SideOutput | None = None
         self.stats = StreamStats(label or f"{stream.index}:{stream.type}", stream.type, "copy")
         self.ended = False
+        #: what this stream may hold before the output's header (ffmpeg's -max_muxing_queue_size,
+        #: -muxing_queue_data_threshold; set by the run from the output's options)
+        self.muxing_queue = MuxingQueue()
+
+    @property
+    def output_stream(self) -> str:
+        """The output stream as errors name it: its index and the input stream it comes from."""
+        return f"#{self.out_index} ({self.stats.label})"
+
+    def hold_before_header(self, nbytes: int) -> None:
+        """One more packet (of ``nbytes``) held until the output's header: ffmpeg's muxing queue
+        bound, whose overflow fails this packet (counted) and the output (raised)."""
+        if self.muxing_queue.full_for(nbytes):
+            cause = "Too many packets buffered (before the output's header)"
+            self.stats.failed[cause] = self.stats.failed.get(cause, 0) + 1
+        self.muxing_queue.hold(nbytes, self.output_stream)
 
     def attach(self, sink: SideOutput) -> None:
         self.sink = sink
