@@ -30,6 +30,7 @@ from avdnn.run.settle import settle_stages
 from avdnn.run.stats import RunStats, StageStats, stage_reports
 from avdnn.run.stop import current_stop
 from avdnn.run.threads import Channel, Prefetch, Writer
+from avdnn.run.watch import LiveRun, current_watch
 
 #: Frames queued between the decoder, the chain and the encoder threads (bounds memory).
 QUEUE_DEPTH = 4
@@ -94,6 +95,9 @@ class Pipeline:
         interrupt = getattr(source, "interrupt", None)
         stop = self._stop_request
         self._forget_stop = stop.on_set(interrupt) if stop is not None and interrupt is not None else None
+        watch = current_watch()
+        if watch is not None and sink is not None:  # a service shows this output's accounting as it runs
+            watch(LiveRun(self.stats, source))
 
     # -- frame flow -----------------------------------------------------------------------
 
