@@ -40,8 +40,8 @@ log = logging.getLogger("avdnn.serve")
 
 STATES = ("starting", "running", "reconnecting", "offline", "ended", "failed")
 
-#: the weight of the newest frame interval in the fps estimate (about the last 10 frames)
-_FPS_WEIGHT = 0.1
+#: seconds of frames the fps is measured over (frames leave a batching chain in bursts)
+_FPS_WINDOW = 2.0
 
 
 class ServedSource:
@@ -77,7 +77,9 @@ class ServedSource:
         self._removing = False
         self._restart_reason: str | None = None
         self._last_frame: float | None = None  # monotonic time of the current run's latest frame
-        self._interval = 0.0  # the frame interval's running average (fps = 1 / it)
+        self._fps_mark: tuple[float, int] = (0.0, 0)  # (time, frames) where the current fps window began
+        self._frames = 0  # frames the current run wrote
+        self._fps = 0.0
         self._gap_from: float | None = None
         self._backoff_step = 0
         self.output_names: list[str] = []
@@ -98,7 +100,7 @@ class ServedSource:
         options["progress"] = self._on_frame
         job = api.Job(job.input, job.filters, output=job.output, **options)
         self._last_frame = None
-        self._interval = 0.0
+        self._frames, self._fps = 0, 0.0
         out = self._outputs.start(job, label=self.id, on_end=self._ended)
         self._started += 1
         self._out = out
@@ -121,11 +123,13 @@ class ServedSource:
     def _on_frame(self, stats: Any, frame: Any) -> None:
         """Each frame the run wrote (its writer thread): a few stores, nothing that waits."""
         now = time.monotonic()
-        last = self._last_frame
-        if last is None:  # the run's first frame: a gap before it ends here
+        self._frames += 1
+        if self._last_frame is None:  # the run's first frame: a gap before it ends here
             self._first_frame(now)
-        else:
-            self._interval += _FPS_WEIGHT * ((now - last) - self._interval)
+            self._fps_mark = (now, self._frames)
+        elif now - self._fps_mark[0] >= _FPS_WINDOW:
+            self._fps = (self._frames - self._fps_mark[1]) / (now - self._fps_mark[0])
+            self._fps_mark = (now, self._frames)
         self._last_frame = now
         self.preview.offer(frame)
 
@@ -262,10 +266,13 @@ class ServedSource:
 
     def fps(self) -> float:
         """Frames per second now (0 when no frame came for ``stall_after`` seconds)."""
-        last, interval = self._last_frame, self._interval
-        if last is None or interval <= 0 or time.monotonic() - last > self._config.stall_after:
+        last, now = self._last_frame, time.monotonic()
+        if last is None or now - last > self._config.stall_after:
             return 0.0
-        return 1.0 / interval
+        if self._fps:
+            return self._fps
+        since, frames = self._fps_mark  # the first window is not over yet: the frames so far
+        return (self._frames - frames) / (now - since) if now > since else 0.0
 
     def status(self) -> dict[str, Any]:
         """The source as the API shows it: state, the accounting of its runs, fps, latency."""
