@@ -1,7 +1,7 @@
 """The issue's check: two live cameras into one template pipeline with a shared detector, a third
 joining at run time and batched with them, one leaving, the pipeline deleted; every output
-playable (the oracle decodes it), the final accounting balanced, ``/metrics`` equal to it. The
-same with the zoo's SSD is docs/serve.md's session (test_serve_docs.py)."""
+playable (the oracle decodes it), the final accounting balanced, ``/metrics`` equal to it: with a
+tiny generated detector, then with the zoo's SSD (slow: its first load converts a TensorFlow graph)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import av
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from serve_util import Camera, Served, decoded_frames, mjpeg_frames, source, wait_for
 
@@ -168,3 +169,35 @@ def test_cameras_join_and_leave_a_shared_detector_and_the_accounting_holds(
     check_metrics_equal_accounting(served, final)
     assert served.client.get("/api/pipelines/lobby").json()["state"] == "ended"  # kept readable
     assert served.client.delete("/api/pipelines/lobby").status_code == 409
+
+
+@pytest.mark.slow
+def test_the_zoo_ssd_shared_by_two_live_cameras(serve: Any, ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
+    pytest.importorskip("openvino", reason="pip install 'avdnn[openvino]'")
+    from avdnn.zoo import get
+
+    spec = get("ssd_mobilenet_v2_coco")
+    if spec.source_file() is None:
+        pytest.skip(spec.package.pip)
+    served = serve(stall_after=5.0)
+    chain = (
+        "dnn_detect=model=zoo:ssd_mobilenet_v2_coco:dnn_backend=openvino:model_instance=ssd:batch_size=2,"
+        "drawbox=box_source=side_data_detection_bboxes:color=yellow"
+    )
+    with Camera(ffmpeg, clip=clip["carphone"]) as a, Camera(ffmpeg, clip=clip["carphone"]) as b:
+        body = {
+            "name": "road",
+            "chain": chain,
+            "output": [*TEMPLATE_OUTPUT, str(tmp_path / "{source}.mkv")],
+            "sources": [{"id": "a", "url": a.url}, {"id": "b", "url": b.url}],
+        }
+        assert served.client.post("/api/pipelines", json=body).status_code == 201
+        # the SSD's first load converts its TensorFlow graph: minutes on a busy machine
+        wait_for("both cameras through the SSD", lambda: _running(served, "road", "a", "b"), deadline=300)
+        final = served.client.delete("/api/pipelines/road").json()
+    (inst,) = final["instances"]
+    assert inst["name"] == "ssd" and inst["stream_count"] == 2 and inst["failures"] == 0
+    for row in final["sources"]:
+        _balanced(row)
+        assert decoded_frames(ffmpeg, tmp_path / f"{row['id']}.mkv") == row["frames"]["written"]
+    check_metrics_equal_accounting(served, final)

@@ -1,7 +1,7 @@
 """docs/serve.md runs as printed (its curl session, on a free port instead of 8080) and names what
-the service has: every route, every metric family, every setting. The session is also the test of
-the zoo's SSD shared by three sources: a third joining, one leaving, the final accounting balanced
-and every output playable."""
+the service has: every route, every metric family, every setting. The session is the issue's
+check again with a zoo model: three sources sharing it, one joining, one leaving, the final
+accounting balanced and every output playable."""
 
 from __future__ import annotations
 
@@ -26,16 +26,19 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "serve.md"
 
 
 def test_the_curl_session_runs_as_printed(ffmpeg: str, tmp_path: Path) -> None:
-    pytest.importorskip("openvino", reason="the session's SSD runs on OpenVINO: pip install 'avdnn[openvino]'")
+    pytest.importorskip(
+        "ai_edge_litert", reason="the session's face detector runs on LiteRT: pip install 'avdnn[tflite]'"
+    )
     from avdnn.zoo import get
 
-    spec = get("ssd_mobilenet_v2_coco")
+    spec = get("blazeface")
     if spec.source_file() is None:
         pytest.skip(spec.package.pip)
     if shutil.which("curl") is None or shutil.which("avdnn", path=os.path.dirname(sys.executable)) is None:
         pytest.skip("the session needs curl and the avdnn console script")
     (session,) = re.findall(r"```sh\n(.*?)```", DOC.read_text(), flags=re.S)
-    script = "set -euo pipefail\n" + session.replace("8080", str(free_port()))
+    # the harness's own line: the service started in the background goes with the script, whatever fails
+    script = "set -euo pipefail\ntrap 'kill %1 2>/dev/null || true' EXIT\n" + session.replace("8080", str(free_port()))
     (tmp_path / "out").mkdir()
     package_root = str(Path(avdnn.__file__).resolve().parents[1])  # this avdnn, whatever the working directory
     path = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -49,7 +52,7 @@ def test_the_curl_session_runs_as_printed(ffmpeg: str, tmp_path: Path) -> None:
     *_, left, final = _objects(res.stdout)  # the two DELETEs' final accounting
     assert left["id"] == "cam2" and final["id"] == "lobby" and final["state"] == "ended"
     (inst,) = final["instances"]
-    assert inst["name"] == "ssd" and inst["stream_count"] == 3 and inst["failures"] == 0
+    assert inst["name"] == "faces" and inst["stream_count"] == 3 and inst["failures"] == 0
     for row in [left, *final["sources"]]:
         assert row["balanced"] and row["state"] == "ended", row
         assert decoded_frames(ffmpeg, tmp_path / "out" / f"{row['id']}.mkv") == row["frames"]["written"]

@@ -37,7 +37,7 @@ class ServeConfig:
     max_body: int = 64 * 1024
     #: seconds between two tries of an offline source
     retry_interval: float = 10.0
-    #: seconds without a frame after which a running source shows as ``reconnecting``
+    #: seconds without a frame from its input after which a running source shows as ``reconnecting``
     stall_after: float = 3.0
     #: seconds without a frame after which a source's run is stopped and started again (Frigate's 20 s)
     watchdog: float = 20.0

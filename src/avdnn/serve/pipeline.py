@@ -174,6 +174,11 @@ class ServedPipeline:
         self.spec = self.spec.model_copy(update={"sources": [s for s in self.spec.sources if s.id != sid]})
         return final
 
+    def current(self) -> list[ServedSource]:
+        """The sources it has now (a copy: sources join and leave meanwhile)."""
+        with self._lock:
+            return list(self.sources.values())
+
     def source(self, sid: str) -> ServedSource:
         with self._lock:
             served = self.sources.get(sid)

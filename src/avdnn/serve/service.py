@@ -114,7 +114,7 @@ class Service:
         with self._lock:
             pipelines = list(self._pipelines.values())
         for p in pipelines:
-            for source in list(p.sources.values()):
+            for source in p.current():
                 source.check(now)
 
     # -- pipelines --------------------------------------------------------------------------
@@ -223,7 +223,7 @@ class Service:
                     "id": p.id,
                     "kind": p.kind,
                     "state": p.state,
-                    "sources": {s.id: s.state for s in list(p.sources.values())},
+                    "sources": {s.id: s.state for s in p.current()},
                     "spec": shown_spec(p.spec),
                 }
             )

@@ -5,9 +5,9 @@ chain to its own output). Its state is read from its run, never guessed from els
 
 * ``starting``: its first run has given no frame yet;
 * ``running``: frames are leaving its chain;
-* ``reconnecting``: no frame for ``stall_after`` seconds while its run goes on (the live input
-  is waiting or reopening, ``-reconnect_attempts``), or its network output dropped and is being
-  reopened with back-off;
+* ``reconnecting``: its input gave no frame for ``stall_after`` seconds while its run goes on
+  (the live input is waiting or reopening, ``-reconnect_attempts``), or its network output
+  dropped and is being reopened with back-off;
 * ``offline``: its run ended (the input's own reopening gave up, or its network input ended); it
   is tried again every ``retry_interval`` seconds, the rest of the pipeline running on;
 * ``ended``: its input reached its end, or it was stopped (removed, the pipeline deleted);
@@ -80,6 +80,7 @@ class ServedSource:
         self._fps_mark: tuple[float, int] = (0.0, 0)  # (time, frames) where the current fps window began
         self._frames = 0  # frames the current run wrote
         self._fps = 0.0
+        self._read_seen = (0, 0.0)  # (frames read, when that count was first seen) of the current run
         self._gap_from: float | None = None
         self._backoff_step = 0
         self.output_names: list[str] = []
@@ -101,6 +102,7 @@ class ServedSource:
         job = api.Job(job.input, job.filters, output=job.output, **options)
         self._last_frame = None
         self._frames, self._fps = 0, 0.0
+        self._read_seen = (0, 0.0)
         out = self._outputs.start(job, label=self.id, on_end=self._ended)
         self._started += 1
         self._out = out
@@ -209,6 +211,7 @@ class ServedSource:
     def check(self, now: float) -> None:
         """The watchdog's periodic look: a run with no frame for ``watchdog`` seconds is restarted."""
         with self._lock:
+            self._input_seen(now)
             out, last = self._out, self._last_frame
             if out is None or last is None or self._removing or now - last <= self._config.watchdog:
                 return
@@ -262,7 +265,18 @@ class ServedSource:
         last = self._last_frame
         if self._out is None or last is None:
             return self._phase
-        return "running" if now - last <= self._config.stall_after else "reconnecting"
+        # reconnecting is the input's silence: a slow chain that still reads its input is running
+        return "running" if now - max(last, self._input_seen(now)) <= self._config.stall_after else "reconnecting"
+
+    def _input_seen(self, now: float) -> float:
+        """When the run's input was last seen giving frames (its count read now and at each look)."""
+        live = self._out.live if self._out is not None else None
+        if live is None:
+            return 0.0
+        count = live.stats.frames_read
+        if count != self._read_seen[0]:
+            self._read_seen = (count, now)
+        return self._read_seen[1]
 
     def fps(self) -> float:
         """Frames per second now (0 when no frame came for ``stall_after`` seconds)."""
