@@ -98,6 +98,11 @@ def test_bad_requests_get_one_line_errors(serve: Any) -> None:
     assert r.status_code == 400 and "Unrecognized option 'bogus'" in r.json()["detail"]
     r = c.post("/api/pipelines", json={**_template("p", ("a", TESTSRC)), "output": ["-f", "null", "-", "b.mkv"]})
     assert r.status_code == 400 and "one output per source (it names 2)" in r.json()["detail"]
+    cam = "tcp://u:pw@127.0.0.1:9"
+    r = c.post("/api/pipelines", json=_template("p", ("a", cam), ("b", cam)))
+    assert r.status_code == 400 and r.json()["detail"] == (
+        "input 'tcp://u:***@127.0.0.1:9' is a live stream and cannot be read twice: give each source its own input"
+    )
     r = c.post("/api/pipelines", json=_template("p", ("a", TESTSRC), ("a", TESTSRC)))
     assert r.status_code == 409 and "source ids must be unique: a" in r.json()["detail"]
     # schema errors: 422, naming the field

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from avdnn import api
-from avdnn._util.redact import redact_text
+from avdnn._util.redact import redact_text, redact_url
 from avdnn.errors import InvalidArgumentError
 from avdnn.serve.accounting import Totals
 from avdnn.serve.config import ServeConfig
@@ -83,6 +83,12 @@ class ServedPipeline:
         ids = [s.id for s in template.sources]
         if len(set(ids)) != len(ids):
             raise ConflictError(f"source ids must be unique: {', '.join(sorted({i for i in ids if ids.count(i) > 1}))}")
+        live = [s.url for s in template.sources if api.is_network_url(s.url, None) or s.url in ("-", "pipe:")]
+        twice = next((u for u in live if live.count(u) > 1), None)
+        if twice is not None:
+            raise InvalidArgumentError(
+                f"input '{redact_url(twice)}' is a live stream and cannot be read twice: give each source its own input"
+            )
         for source in template.sources or [SourceSpec(id=_PROBE_ID, url="probe")]:
             api.check_job(self._template_job(source))
 
@@ -269,6 +275,7 @@ def shown_spec(spec: PipelineSpec) -> dict[str, Any]:
     if "args" in data:
         data["args"] = [redact_text(a) for a in data["args"]]
     else:
+        data["chain"] = redact_text(data["chain"])  # a sink's URL in a filter's options
         data["output"] = [redact_text(a) for a in data["output"]]
         data["input_options"] = [redact_text(a) for a in data["input_options"]]
         data["sources"] = [{"id": s["id"], "url": redact_text(s["url"])} for s in data["sources"]]
