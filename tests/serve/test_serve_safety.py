@@ -94,6 +94,11 @@ def test_bad_requests_get_one_line_errors(serve: Any) -> None:
     assert r.json()["detail"] == "scalex: No such filter: 'scalex' (did you mean 'scale', 'scale_qsv', 'scale2ref'?)"
     r = c.post("/api/pipelines", json=_template("p", ("a", TESTSRC), chain="dnn_detect=modle=x.onnx"))
     assert r.status_code == 400 and r.json()["detail"].startswith("dnn_detect: Option 'modle' not found")
+    r = c.post("/api/pipelines", json=_template("p", ("a", TESTSRC), chain="drawbox@{source}=color=red"))
+    assert (
+        r.status_code == 400
+        and r.json()["detail"] == "option 'chain': the chain's {source} is allowed in option values only"
+    )
     r = c.post("/api/pipelines", json={"args": ["-i", TESTSRC, "-bogus", "1", "out.mkv"]})
     assert r.status_code == 400 and "Unrecognized option 'bogus'" in r.json()["detail"]
     r = c.post("/api/pipelines", json={**_template("p", ("a", TESTSRC)), "output": ["-f", "null", "-", "b.mkv"]})

@@ -23,20 +23,17 @@ from avdnn.serve.state import StateDir
 
 @pytest.mark.parametrize("value", ["cam1", "a:b", "x,hflip", "[out];[in]", "it's", "back\\slash", "k=v", " pad "])
 def test_a_field_is_filled_as_one_escaped_value(value: str) -> None:
-    chain = api.fill_chain(
+    chain = api.fill_fields(
         "hflip,drawtext=text={source}:x=2,dnn_detect=model=zoo:blazeface:model_instance=m", {"source": value}
-    )
+    ).chain
     specs = parse_chain(chain)
     assert [s.name for s in specs] == ["hflip", "drawtext", "dnn_detect"]  # nothing added, nothing split
     assert split_options(specs[1].args or "") == [("text", value), ("x", "2")]
 
 
-def test_a_field_outside_a_value_is_refused_and_a_chain_without_one_is_unchanged() -> None:
-    with pytest.raises(InvalidArgumentError, match="template fields are allowed in option values only"):
-        api.fill_chain("drawbox@{source}=color=red", {"source": "a"})
-    chain = "scale=w='min(iw,320)':h=-2,drawtext=text='%{pts}'"
-    assert api.fill_chain(chain, {"source": "a"}) == chain
+def test_plain_arguments_take_the_field_as_it_is() -> None:
     assert api.fill_text("out/{source}/{source}.mkv", {"source": "c1"}) == "out/c1/c1.mkv"
+    assert api.fill_text("rtmp://host/live/{source}?x={other}", {"source": "c1"}) == "rtmp://host/live/c1?x={other}"
 
 
 def test_chains_are_checked_before_anything_opens() -> None:

@@ -5,7 +5,8 @@ ones :mod:`avdnn` exports, ``probe`` (an input without an output), ``command_job
 of one command line sharing its ``-filter_complex``), ``exit_status``/``status_of``/``NO_OUTPUT``
 (how a run's end reads as the process's exit status) and ``fill_fields`` (a filter-string
 template's fields filled as escaped option values); for a long-running service, ``OutputSet``
-(outputs started and stopped one by one in one shared model scope, their accounting read live),
+(outputs started and stopped one by one in one shared model scope, their accounting read live;
+``OutputReopen`` reconnects a pushed output whose peer went away),
 ``check_job``/``check_chain`` (a run refused before it starts), ``fill_text`` (a template's fields
 in plain arguments), ``JpegEncoder`` (a frame as a JPEG) and ``is_network_url``.
 """
@@ -18,6 +19,7 @@ from avdnn.api.running import (
     STOP_GRACE,
     InstanceReport,
     LiveRun,
+    OutputReopen,
     OutputSet,
     RunningOutput,
     RunTimes,
@@ -50,6 +52,7 @@ __all__ = [
     "JpegEncoder",
     "LiveRun",
     "MultiFrameStream",
+    "OutputReopen",
     "OutputSet",
     "OutputsFailedError",
     "RunOptions",

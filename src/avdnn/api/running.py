@@ -18,11 +18,21 @@ from avdnn.api.many import Job
 from avdnn.dnn.shared import InstanceReport
 from avdnn.dnn.tasks import RUN_TIME_EDGES, RunTimes
 from avdnn.run import outputset
+from avdnn.run.outputreopen import OutputReopen
 from avdnn.run.outputset import RunningOutput
 from avdnn.run.parallel import STOP_GRACE
 from avdnn.run.watch import LiveRun
 
-__all__ = ["RUN_TIME_EDGES", "STOP_GRACE", "InstanceReport", "LiveRun", "OutputSet", "RunTimes", "RunningOutput"]
+__all__ = [
+    "RUN_TIME_EDGES",
+    "STOP_GRACE",
+    "InstanceReport",
+    "LiveRun",
+    "OutputReopen",
+    "OutputSet",
+    "RunTimes",
+    "RunningOutput",
+]
 
 
 class OutputSet:
@@ -37,9 +47,17 @@ class OutputSet:
     def __init__(self) -> None:
         self._set = outputset.OutputSet()
 
-    def start(self, job: Job, *, label: str, on_end: Callable[[RunningOutput], None] | None = None) -> RunningOutput:
-        """Start ``job`` now; ``on_end(output)`` runs on its thread once it has ended."""
-        return self._set.start(job.request(), label=label, on_end=on_end)
+    def start(
+        self,
+        job: Job,
+        *,
+        label: str,
+        on_end: Callable[[RunningOutput], None] | None = None,
+        reopen: OutputReopen | None = None,
+    ) -> RunningOutput:
+        """Start ``job`` now; ``on_end(output)`` runs on its thread once it has ended; ``reopen``
+        reconnects its network output when the peer goes away, the run going on."""
+        return self._set.start(job.request(), label=label, on_end=on_end, reopen=reopen)
 
     def outputs(self) -> list[RunningOutput]:
         """The outputs still running."""

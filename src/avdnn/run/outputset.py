@@ -24,6 +24,7 @@ from avdnn.dnn.shared import InstanceReport, InstanceScope
 from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.run.builder import RunBuilder
 from avdnn.run.multistats import OutputResult
+from avdnn.run.outputreopen import OutputReopen, reopen_scope
 from avdnn.run.parallel import STOP_GRACE, refuse_shared_streams
 from avdnn.run.request import RunRequest
 from avdnn.run.stop import StopSignal, stop_scope
@@ -39,9 +40,11 @@ class RunningOutput:
     ``bug`` and ``traceback`` hold an exception that is not an :class:`~avdnn.AvdnnError`.
     """
 
-    def __init__(self, label: str, request: RunRequest, index: int) -> None:
+    def __init__(self, label: str, request: RunRequest, index: int, reopen: OutputReopen | None = None) -> None:
         self.label = label
         self.request = request
+        #: the policy reconnecting its network output (its counts: reopens, gap_seconds)
+        self.reopen = reopen
         self.result = OutputResult(index, request.output_name, [(k, redact_url(u)) for k, u in request.inputs_read()])
         self.stop_signal = StopSignal()
         self.live: LiveRun | None = None
@@ -93,11 +96,17 @@ class OutputSet:
         self._closed = False
 
     def start(
-        self, request: RunRequest, *, label: str, on_end: Callable[[RunningOutput], None] | None = None
+        self,
+        request: RunRequest,
+        *,
+        label: str,
+        on_end: Callable[[RunningOutput], None] | None = None,
+        reopen: OutputReopen | None = None,
     ) -> RunningOutput:
         """Start one more output on a thread of its own; its filters join the set's shared models.
 
-        A live input (or stdin) that a running output already reads is refused: it cannot be read twice.
+        ``reopen``: reconnect its network output when its peer goes away (run.outputreopen). A
+        live input (or stdin) that a running output already reads is refused: it cannot be read twice.
         """
         with self._lock:
             if self._closed:
@@ -105,7 +114,7 @@ class OutputSet:
             running = [o for o in self._outputs if o.running]
             reads = [[url for _, url in o.request.inputs_read()] for o in running]
             refuse_shared_streams([*reads, [url for _, url in request.inputs_read()]], "outputs")
-            out = RunningOutput(label, request, self._count)
+            out = RunningOutput(label, request, self._count, reopen)
             self._count += 1
             self._outputs = [*running, out]
         thread = threading.Thread(
@@ -120,7 +129,12 @@ class OutputSet:
     def _drive(self, out: RunningOutput, on_end: Callable[[RunningOutput], None] | None) -> None:
         result = out.result
         try:
-            with stop_scope(out.stop_signal), watch_scope(out._watch), self._scope.stream(out.label):
+            with (
+                stop_scope(out.stop_signal),
+                watch_scope(out._watch),
+                reopen_scope(out.reopen),
+                self._scope.stream(out.label),
+            ):
                 result.stats = RunBuilder(out.request).run()
         except AvdnnError as exc:
             result.error = exc

@@ -13,7 +13,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from avdnn import RunStats
+from avdnn import RunStats, api
 from avdnn.api import RUN_TIME_EDGES
 
 __all__ = ["LATENCY_EDGES", "RunView", "Totals", "read_run"]
@@ -48,12 +48,23 @@ class RunView:
     p95: float | None = None
     violations: list[str] = field(default_factory=list)
     live: bool = False
+    #: its network output's reconnections inside the run, and the seconds it was away
+    output_reopens: int = 0
+    output_gap: float = 0.0
 
 
-def read_run(stats: RunStats | None, input_counters: dict[str, int] | None = None) -> RunView:
-    """``stats`` now (a running output's, or an ended one's); the input's live counters when given."""
-    if stats is None:
-        return RunView()
+def read_run(
+    stats: RunStats | None, input_counters: dict[str, int] | None = None, reopen: api.OutputReopen | None = None
+) -> RunView:
+    """``stats`` now (a running output's, or an ended one's); the input's live counters when given,
+    and the reconnections of its network output (``reopen``, the run's policy)."""
+    view = RunView() if stats is None else _stable(stats, input_counters)
+    if reopen is not None:
+        view.output_reopens, view.output_gap = reopen.reopens, reopen.gap_seconds
+    return view
+
+
+def _stable(stats: RunStats, input_counters: dict[str, int] | None) -> RunView:
     for _ in range(_TRIES):
         try:
             return _read(stats, input_counters)
@@ -105,7 +116,10 @@ class Totals:
     input_gap_ms: int = 0
     #: runs the service started again, by why: offline, output, watchdog
     restarts: dict[str, int] = field(default_factory=dict)
-    #: seconds without frames between a run's end and the next run's first frame
+    #: reconnections of its network output inside its runs
+    output_reopens: int = 0
+    #: seconds without frames between a run's end and the next run's first frame, and while its
+    #: network output was away
     gap_seconds: float = 0.0
     latency_count: int = 0
     latency_sum: float = 0.0
@@ -123,6 +137,8 @@ class Totals:
         self.added += run.added
         self.reconnects += run.reconnects
         self.input_gap_ms += run.gap_ms
+        self.output_reopens += run.output_reopens
+        self.gap_seconds += run.output_gap
         self.latency_count += run.latency_count
         self.latency_sum += run.latency_sum
         self.latency_buckets = [a + b for a, b in zip(self.latency_buckets, run.latency_buckets, strict=True)]
@@ -152,6 +168,7 @@ class Totals:
             "reconnects": self.reconnects,
             "input_gap_ms": self.input_gap_ms,
             "restarts": dict(self.restarts),
+            "output_reopens": self.output_reopens,
             "gap_seconds": round(self.gap_seconds, 3),
             "runs": self.runs,
             "violations": list(self.violations),

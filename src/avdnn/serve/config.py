@@ -41,7 +41,7 @@ class ServeConfig:
     stall_after: float = 3.0
     #: seconds without a frame after which a source's run is stopped and started again (Frigate's 20 s)
     watchdog: float = 20.0
-    #: seconds a network output that dropped waits before it is reopened, doubling up to retry_interval
+    #: seconds a network output whose peer went away waits before it is reconnected, doubling up to retry_interval
     backoff: float = 0.5
     #: seconds every pipeline gets to stop (SIGTERM, DELETE) before its threads are left behind
     stop_timeout: float = 10.0

@@ -16,7 +16,9 @@ never a URL: a cause is avdnn's redacted one-line text. The families:
 ``avdnn_instance_streams``              gauge      pipeline, instance: streams it has served
 ``avdnn_reconnects_total``              counter    pipeline, source: the live input's reopenings
 ``avdnn_restarts_total``                counter    pipeline, source, cause (offline, output, watchdog)
-``avdnn_gap_seconds_total``             counter    pipeline, source: without frames between runs
+``avdnn_output_reopens_total``          counter    pipeline, source: network output reconnections
+``avdnn_gap_seconds_total``             counter    pipeline, source: without frames between runs,
+                                                   or while the network output was away
 ``avdnn_source_up``                     gauge      pipeline, source: 1 while frames flow
 ``avdnn_source_fps``                    gauge      pipeline, source
 ``avdnn_preview_frames_total``          counter    pipeline, source, outcome (sent, skipped)
@@ -69,7 +71,12 @@ class ServiceCollector(Collector):
             "avdnn_restarts", "Runs the service started again", labels=["pipeline", "source", "cause"]
         )
         gaps = CounterMetricFamily(
-            "avdnn_gap_seconds", "Seconds without frames between a run and the next", labels=["pipeline", "source"]
+            "avdnn_gap_seconds",
+            "Seconds without frames between a run and the next, or while the network output was away",
+            labels=["pipeline", "source"],
+        )
+        reopens = CounterMetricFamily(
+            "avdnn_output_reopens", "Reconnections of the network output", labels=["pipeline", "source"]
         )
         up = GaugeMetricFamily("avdnn_source_up", "1 while the source's frames flow", labels=["pipeline", "source"])
         fps = GaugeMetricFamily("avdnn_source_fps", "Frames per second now", labels=["pipeline", "source"])
@@ -104,6 +111,7 @@ class ServiceCollector(Collector):
                 for cause, n in t.restarts.items():
                     restarts.add_metric([*ids, cause], n)
                 gaps.add_metric(ids, t.gap_seconds)
+                reopens.add_metric(ids, t.output_reopens)
                 up.add_metric(ids, 1.0 if state == "running" else 0.0)
                 fps.add_metric(ids, served.fps() if served is not None else 0.0)
                 if served is not None:
@@ -131,7 +139,7 @@ class ServiceCollector(Collector):
             for sink, sent, lost in source.event_counts():
                 published.add_metric([redact_text(sink)], sent)
                 dropped.add_metric([redact_text(sink)], lost)
-        yield from (frames, latency, reconnects, restarts, gaps, up, fps, preview)
+        yield from (frames, latency, reconnects, restarts, reopens, gaps, up, fps, preview)
         yield from (inference, batch, inferences, batches, streams, pipelines, published, dropped)
 
 

@@ -98,6 +98,8 @@ class ServedPipeline:
         fields = {"source": source.id}
         argv = [*(api.fill_text(a, fields) for a in template.input_options), "-i", source.url]
         chain = api.fill_fields(template.chain, fields).chain
+        if "{source}" in chain:  # left where no option value holds it: a filter or instance name
+            raise InvalidArgumentError("the chain's {source} is allowed in option values only", option="chain")
         if chain:
             argv += ["-vf", chain]
         argv += [api.fill_text(a, fields) for a in template.output]

@@ -6,8 +6,9 @@ chain to its own output). Its state is read from its run, never guessed from els
 * ``starting``: its first run has given no frame yet;
 * ``running``: frames are leaving its chain;
 * ``reconnecting``: its input gave no frame for ``stall_after`` seconds while its run goes on
-  (the live input is waiting or reopening, ``-reconnect_attempts``), or its network output
-  dropped and is being reopened with back-off;
+  (the live input is waiting or reopening, ``-reconnect_attempts``), or its network output's
+  peer went away and the output is being reconnected with back-off, the run going on
+  (:class:`~avdnn.api.OutputReopen`; an output that cannot even be opened restarts the run);
 * ``offline``: its run ended (the input's own reopening gave up, or its network input ended); it
   is tried again every ``retry_interval`` seconds, the rest of the pipeline running on;
 * ``ended``: its input reached its end, or it was stopped (removed, the pipeline deleted);
@@ -103,7 +104,10 @@ class ServedSource:
         self._last_frame = None
         self._frames, self._fps = 0, 0.0
         self._read_seen = (0, 0.0)
-        out = self._outputs.start(job, label=self.id, on_end=self._ended)
+        reopen = None
+        if isinstance(job.output, str) and api.is_network_url(job.output, None):  # a pushed output: kept up
+            reopen = api.OutputReopen(backoff=self._config.backoff, max_delay=self._config.retry_interval)
+        out = self._outputs.start(job, label=self.id, on_end=self._ended, reopen=reopen)
         self._started += 1
         self._out = out
         self.output_names.append(redact_url(str(job.output)))
@@ -145,7 +149,7 @@ class ServedSource:
 
     def _ended(self, out: api.RunningOutput) -> None:
         """A run ended (its thread): count it, then decide whether and when it runs again."""
-        view = read_run(out.result.stats)
+        view = read_run(out.result.stats, reopen=out.reopen)
         error = out.result.error
         with self._lock:
             self._totals.add(view)
@@ -246,7 +250,7 @@ class ServedSource:
     def _live(self) -> RunView | None:
         out = self._out
         live = out.live if out is not None else None
-        return None if live is None else read_run(live.stats, live.input_counters())
+        return None if live is None or out is None else read_run(live.stats, live.input_counters(), out.reopen)
 
     def totals(self) -> Totals:
         """Every run's counts, the one going on included."""
@@ -265,6 +269,8 @@ class ServedSource:
         last = self._last_frame
         if self._out is None or last is None:
             return self._phase
+        if self._out.reopen is not None and self._out.reopen.reopening:
+            return "reconnecting"  # its network output went away and is being reconnected
         # reconnecting is the input's silence: a slow chain that still reads its input is running
         return "running" if now - max(last, self._input_seen(now)) <= self._config.stall_after else "reconnecting"
 
