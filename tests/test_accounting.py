@@ -146,7 +146,7 @@ def test_output_failures_are_counted_not_assigned() -> None:
         def write(self, frame: object, rate: object) -> None:
             raise IOFailureError("No space left on device")
 
-    runner = SimpleNamespace(stats=RunStats())
+    runner = SimpleNamespace(stats=RunStats(), _reopen=None)  # no service policy: the failure ends the output
     for _ in range(2):
         with pytest.raises(IOFailureError):
             Pipeline._write(runner, _Full(), None, (object(), None))  # type: ignore[arg-type]

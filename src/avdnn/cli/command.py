@@ -4,6 +4,8 @@
     avdnn models [NAME...]        the model zoo (avdnn.zoo)
     avdnn batch [--workers N] ... -i PATH_OR_GLOB... -vf CHAIN [output options] -o TEMPLATE
                                   one chain over many files, on Ray (avdnn.batch, docs/batch.md)
+    avdnn serve [--host H] [--port P] [--token T] [--state DIR] [--config FILE]
+                                  the long-running service over REST (avdnn.serve, docs/serve.md)
 
 It parses argv (:mod:`avdnn.cli.parser`), asks the public API (:mod:`avdnn.api`) for the run,
 the listing or the batch, and prints: the main command is :mod:`avdnn.cli.transcode`, help and
@@ -58,6 +60,8 @@ def _main(argv: list[str]) -> int:
         return _samples(argv[1:])
     if argv[:1] == ["batch"]:
         return _batch(argv[1:])
+    if argv[:1] == ["serve"]:
+        return _serve(argv[1:])
     if argv[:1] == ["--version"]:
         argv = ["-version"]
     try:
@@ -174,6 +178,21 @@ def _batch(argv: list[str]) -> int:
         return api.status_of(exc)
     except KeyboardInterrupt as exc:
         sys.stderr.write("avdnn: interrupted\n")
+        return api.status_of(exc)
+
+
+def _serve(argv: list[str]) -> int:
+    """``avdnn serve``: its own flags (cli.serve); serves until SIGTERM or SIGINT."""
+    from avdnn.cli.serve import USAGE, run_command
+
+    if argv[:1] in (["-h"], ["-help"], ["--help"]):
+        sys.stdout.write(USAGE)
+        return 0
+    _setup_logging(logging.INFO)
+    try:
+        return run_command(argv)
+    except AvdnnError as exc:
+        sys.stderr.write(f"avdnn: {exc.oneline()}\n")
         return api.status_of(exc)
 
 

@@ -125,6 +125,33 @@ class Result:
     index: int = -1
 
 
+#: upper edges (seconds) of the inference-time buckets: one backend run of one batch
+RUN_TIME_EDGES = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass
+class RunTimes:
+    """How long the backend took to run each batch: a histogram over :data:`RUN_TIME_EDGES`."""
+
+    #: batches per bucket: ``counts[i]`` took at most ``RUN_TIME_EDGES[i]`` (and more than the edge
+    #: before); the last entry counts those above every edge
+    counts: list[int] = field(default_factory=lambda: [0] * (len(RUN_TIME_EDGES) + 1))
+    total: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        k = next((i for i, edge in enumerate(RUN_TIME_EDGES) if seconds <= edge), len(RUN_TIME_EDGES))
+        self.counts[k] += 1
+        self.total += seconds
+
+    def cumulative(self) -> list[int]:
+        """Batches at most each edge, then all of them (a Prometheus histogram's buckets)."""
+        out, seen = [], 0
+        for n in self.counts:
+            seen += n
+            out.append(seen)
+        return out
+
+
 @dataclass
 class EngineStats:
     """Counters tests and benchmarks read; updated under the engine lock."""
@@ -137,6 +164,8 @@ class EngineStats:
     buffer_bytes: int = 0
     max_busy: int = 0
     blocked_submits: int = 0
+    #: the backend's time per batch run (a natively async backend's own requests are not timed)
+    run_times: RunTimes = field(default_factory=RunTimes)
 
 
 class Request:

@@ -4,13 +4,15 @@ Every frame is stamped when it leaves the input (``SideData.arrival``, which rid
 libavfilter segments and avdnn filters with the frame's other side data) and measured when the
 output takes it. Samples go into log-spaced bins (2 % wide), so a run of any length keeps a
 few hundred counters, not one float per frame, and its percentiles are within 2 %; ``current``
-is the median of the last 32 samples, for the progress line.
+is the median of the last 32 samples, for the progress line. ``total`` and :meth:`Latency.buckets`
+give it as a Prometheus histogram (avdnn serve's ``/metrics``).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 
 __all__ = ["Latency"]
 
@@ -25,12 +27,15 @@ class Latency:
     def __init__(self) -> None:
         self.count = 0
         self.max = 0.0
+        #: the sum of the samples, in seconds
+        self.total = 0.0
         self._bins: dict[int, int] = {}
         self._recent: deque[float] = deque(maxlen=32)
 
     def add(self, seconds: float) -> None:
         seconds = max(seconds, 0.0)
         self.count += 1
+        self.total += seconds
         self.max = max(self.max, seconds)
         self._recent.append(seconds)
         k = 0 if seconds <= _FLOOR else int(math.log(seconds / _FLOOR) / _LOG) + 1
@@ -47,6 +52,19 @@ class Latency:
             if seen >= rank:
                 return min(_FLOOR * _RATIO**k, self.max)
         return self.max
+
+    def buckets(self, edges: Sequence[float]) -> list[int]:
+        """How many samples are at most each of ``edges`` (seconds, ascending): a histogram's
+        cumulative counts. A sample counts by its bin's upper edge, so within 2 % of an edge it may
+        land in the next bucket; the last count is ``count`` when the last edge is infinite."""
+        bins = sorted(self._bins.items())
+        out, seen, k = [], 0, 0
+        for edge in edges:
+            while k < len(bins) and min(_FLOOR * _RATIO ** bins[k][0], self.max) <= edge:
+                seen += bins[k][1]
+                k += 1
+            out.append(seen)
+        return out
 
     @property
     def current(self) -> float | None:

@@ -26,10 +26,12 @@ from avdnn.media.frame import Frame
 from avdnn.media.input.source import Source
 from avdnn.media.output.videolane import VideoOutput
 from avdnn.run.livequeue import DropQueue, queue_policy
+from avdnn.run.outputreopen import current_reopen
 from avdnn.run.settle import settle_stages
 from avdnn.run.stats import RunStats, StageStats, stage_reports
 from avdnn.run.stop import current_stop
 from avdnn.run.threads import Channel, Prefetch, Writer
+from avdnn.run.watch import LiveRun, current_watch
 
 #: Frames queued between the decoder, the chain and the encoder threads (bounds memory).
 QUEUE_DEPTH = 4
@@ -94,6 +96,11 @@ class Pipeline:
         interrupt = getattr(source, "interrupt", None)
         stop = self._stop_request
         self._forget_stop = stop.on_set(interrupt) if stop is not None and interrupt is not None else None
+        watch = current_watch()
+        if watch is not None and sink is not None:  # a service shows this output's accounting as it runs
+            watch(LiveRun(self.stats, source))
+        #: a service's policy for a network output whose peer went away (run.outputreopen)
+        self._reopen = current_reopen()
 
     # -- frame flow -----------------------------------------------------------------------
 
@@ -318,6 +325,8 @@ class Pipeline:
         try:
             sink.write(frame, rate)
         except AvdnnError as exc:
+            if self._reopen is not None and self._reopen.recover(sink, exc, self._stop_request):
+                return True  # reconnected: the frame reached the encoder, the run goes on
             self.stats.output_failed[exc.message] = self.stats.output_failed.get(exc.message, 0) + 1
             raise
         if frame.side_data.arrival is not None:

@@ -35,7 +35,7 @@ from avdnn.dnn.batching import Outcome, RunBatch
 from avdnn.dnn.config import DEFAULT_BATCH_TIMEOUT, EngineOptions
 from avdnn.dnn.engine import Engine
 from avdnn.dnn.interface import DNNAsyncStatusType
-from avdnn.dnn.tasks import Item, Request, Result, Task, as_error, failure
+from avdnn.dnn.tasks import Item, Request, Result, RunTimes, Task, as_error, failure
 from avdnn.errors import AvdnnError, ExitRequestedError, InvalidArgumentError
 
 log = logging.getLogger("avdnn.dnn")
@@ -91,6 +91,11 @@ class SharedEngine(Engine):
         """(inferences, batches, reruns, mixed batches), read together."""
         with self._cond:
             return self.inferences, self.stats.batches, self.reruns, self.mixed
+
+    def run_times(self) -> RunTimes:
+        """A copy of the backend's time per batch run so far."""
+        with self._cond:
+            return RunTimes(list(self.stats.run_times.counts), self.stats.run_times.total)
 
     # -- clients --------------------------------------------------------------------------
 
@@ -325,7 +330,7 @@ class SharedEngine(Engine):
                     task = item.task
                     assert task is not None
                     self.faults.hit("inference", task.index, stream=task.stream)
-            return self.run_batch(batch), None
+            return self._run_backend(batch), None
         except BaseException as exc:  # noqa: BLE001 - stored on the tasks of the batch
             return None, exc
 

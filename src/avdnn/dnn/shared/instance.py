@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from avdnn.dnn.config import DnnConfig, engine_options, load_backend
@@ -22,7 +22,7 @@ from avdnn.dnn.interface import Backend, DNNFunctionType
 from avdnn.dnn.keep import Release
 from avdnn.dnn.model import DnnModel, shut_down
 from avdnn.dnn.shared.engine import Client, SharedEngine
-from avdnn.dnn.tasks import Item, Result, Task
+from avdnn.dnn.tasks import Item, Result, RunTimes, Task
 from avdnn.errors import InvalidArgumentError
 
 __all__ = ["InstanceReport", "SharedInstance", "SharedModel", "format_report"]
@@ -57,6 +57,8 @@ class InstanceReport:
     reruns: int = 0
     #: batches that held inferences of more than one stream (what sharing is for)
     mixed_batches: int = 0
+    #: the backend's time per batch run, as a histogram (avdnn.dnn.tasks.RunTimes)
+    run_times: RunTimes = field(default_factory=RunTimes)
 
     @property
     def mean_batch(self) -> float:
@@ -205,10 +207,11 @@ class SharedInstance:
         if self.final is not None:
             return self.final
         inferences, batches, reruns, mixed = self.engine.counters()
+        times = self.engine.run_times()
         with self.lock:
             failures = sum(c.failures for c in self._clients)
             streams = tuple(self.labels)
-        return InstanceReport(self.name, streams, inferences, batches, failures, reruns, mixed)
+        return InstanceReport(self.name, streams, inferences, batches, failures, reruns, mixed, times)
 
 
 class SharedModel(DnnModel):

@@ -1,0 +1,91 @@
+"""``avdnn serve``'s flags, and the argv parser the service is handed (the CLI's own, so a pipeline's
+``{"args": [...]}`` means exactly what the same words mean on the command line).
+
+    avdnn serve [--host 127.0.0.1] [--port 8080] [--token T] [--state DIR] [--config FILE]
+                [--max-pipelines N] [--max-sources N] [--retry-interval S] [--stop-timeout S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Sequence
+
+from avdnn import api
+from avdnn.cli.args import run_kwargs
+from avdnn.cli.parser import parse_args
+from avdnn.errors import InvalidArgumentError
+
+__all__ = ["USAGE", "jobs_from_argv", "run_command"]
+
+USAGE = """usage: avdnn serve [--host 127.0.0.1] [--port 8080] [--token T] [--state DIR] [--config FILE]
+                   [--max-pipelines N] [--max-sources N] [--retry-interval S] [--stop-timeout S]
+
+The long-running service: pipelines started, changed and stopped over REST (/api, the OpenAPI
+page at /docs), live previews, /metrics for Prometheus, /healthz and /readyz.
+  --host H             address to listen on (default 127.0.0.1; any other needs --token)
+  --port P             port (default 8080)
+  --token T            every request must carry "Authorization: Bearer T" (or set AVDNN_SERVE_TOKEN)
+  --state DIR          keep the pipelines' specs in DIR: they come back after a restart
+  --config FILE        settings and pipelines to start, TOML or JSON (see docs/serve.md)
+  --max-pipelines N    pipelines at once (default 16)
+  --max-sources N      sources per pipeline (default 32)
+  --retry-interval S   seconds between tries of an offline source (default 10)
+  --stop-timeout S     seconds the pipelines get to stop on SIGTERM or DELETE (default 10)
+Needs the serve extra: pip install 'avdnn[serve]'. See docs/serve.md.
+"""
+
+
+def jobs_from_argv(argv: Sequence[str]) -> list[api.Job]:
+    """The output jobs of an ``avdnn`` command line (its global options that only print are ignored)."""
+    args = parse_args(list(argv))
+    if args.input is None:
+        raise InvalidArgumentError("No input specified: use -i INPUT")
+    if not args.outputs:
+        raise InvalidArgumentError("At least one output file must be specified")
+    given = [(out.filters, out.output or "", run_kwargs(out)) for out in args.outputs]
+    return api.command_jobs(args.input, given)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="avdnn serve", add_help=False)
+    p.add_argument("--host")
+    p.add_argument("--port", type=int)
+    p.add_argument("--token")
+    p.add_argument("--state")
+    p.add_argument("--config")
+    p.add_argument("--max-pipelines", type=int, dest="max_pipelines")
+    p.add_argument("--max-sources", type=int, dest="max_sources")
+    p.add_argument("--retry-interval", type=float, dest="retry_interval")
+    p.add_argument("--stop-timeout", type=float, dest="stop_timeout")
+    return p
+
+
+def parse_flags(argv: Sequence[str]) -> argparse.Namespace:
+    """The flags, or one avdnn error naming the bad one (argparse would print its own usage)."""
+    parser = _parser()
+
+    def refuse(message: str) -> None:
+        raise InvalidArgumentError(f"avdnn serve: {message}")
+
+    parser.error = refuse  # type: ignore[method-assign,assignment]
+    return parser.parse_args(list(argv))
+
+
+def run_command(argv: Sequence[str]) -> int:
+    """Serve until SIGTERM/SIGINT (every pipeline stopped cleanly); 0 then."""
+    flags = parse_flags(argv)
+    from avdnn.serve import load_config, run_server  # BackendUnavailableError with the pip hint if missing
+
+    settings = {k: v for k, v in vars(flags).items() if k != "config"}
+    if settings.get("token") is None:
+        settings["token"] = os.environ.get("AVDNN_SERVE_TOKEN") or None
+    config = load_config(flags.config, **settings)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):  # the CLI's handler: every line redacted
+        logger = logging.getLogger(name)
+        logger.handlers[:] = list(logging.getLogger("avdnn").handlers)
+        logger.setLevel(logging.getLogger("avdnn").level)
+        logger.propagate = False
+    run_server(config, jobs_from_argv)
+    return 0

@@ -1,0 +1,29 @@
+"""``avdnn serve``: the long-running service. Pipelines are started, changed and stopped over REST,
+cameras join a running pipeline's shared model, and each source has a live preview and metrics.
+
+Layer 9, beside :mod:`avdnn.batch`: every pipeline runs on the public API (:mod:`avdnn.api`,
+:class:`~avdnn.api.OutputSet`), no second scheduler. The parts:
+
+* :mod:`.service`: the pipelines, their limits and persistence (:mod:`.state`), the watchdog;
+* :mod:`.pipeline` and :mod:`.source`: one pipeline, one source and its states and restarts,
+  :mod:`.accounting` its counts over its runs, :mod:`.preview` its live view;
+* :mod:`.app` and :mod:`.routers`: the FastAPI app, one router per resource; :mod:`.specs` the
+  JSON bodies; :mod:`.metrics` ``/metrics``; :mod:`.security` the token, the bind and the limits;
+* :mod:`.server`: uvicorn in this process, with a clean SIGTERM. docs/serve.md.
+
+Importing this package needs the ``serve`` extra (``pip install 'avdnn[serve]'``); without it the
+import raises :class:`~avdnn.errors.BackendUnavailableError` naming the command.
+"""
+
+from __future__ import annotations
+
+from avdnn.serve._require import require
+
+require()
+
+from avdnn.serve.app import create_app  # noqa: E402 - after the check: these import FastAPI
+from avdnn.serve.config import ServeConfig, load_config  # noqa: E402
+from avdnn.serve.server import make_server, run_server  # noqa: E402
+from avdnn.serve.service import Service  # noqa: E402
+
+__all__ = ["ServeConfig", "Service", "create_app", "load_config", "make_server", "run_server"]

@@ -1,0 +1,90 @@
+"""The service's settings: the command line's flags, a ``--config`` file, and their defaults.
+
+A config file is TOML (or JSON, by its extension): the flags' names as keys (``host``, ``port``,
+``token``, ``state``, the limits and timings below) and ``[[pipelines]]`` entries, each a body
+``POST /api/pipelines`` takes, started when the service starts. A flag given on the command line
+wins over the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from avdnn.errors import InvalidArgumentError, NotFoundError
+
+__all__ = ["ServeConfig", "load_config"]
+
+
+@dataclass
+class ServeConfig:
+    """Where the service listens, what it allows, and how it keeps its sources up."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080
+    #: the bearer token every request must carry (required on a non-loopback address)
+    token: str | None = None
+    #: where pipeline specs are kept, so that they come back after a restart (None: nowhere)
+    state: Path | None = None
+    max_pipelines: int = 16
+    #: sources of one pipeline
+    max_sources: int = 32
+    #: bytes of one request body
+    max_body: int = 64 * 1024
+    #: seconds between two tries of an offline source
+    retry_interval: float = 10.0
+    #: seconds without a frame from its input after which a running source shows as ``reconnecting``
+    stall_after: float = 3.0
+    #: seconds without a frame after which a source's run is stopped and started again (Frigate's 20 s)
+    watchdog: float = 20.0
+    #: seconds a network output whose peer went away waits before it is reconnected, doubling up to retry_interval
+    backoff: float = 0.5
+    #: seconds every pipeline gets to stop (SIGTERM, DELETE) before its threads are left behind
+    stop_timeout: float = 10.0
+    #: the live preview's frame rate when the request gives none, and its cap
+    preview_fps: float = 5.0
+    preview_max_fps: float = 30.0
+    #: pipelines started with the service (bodies of POST /api/pipelines), from --config
+    pipelines: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for name in ("max_pipelines", "max_sources", "max_body", "port"):
+            if getattr(self, name) < (0 if name == "port" else 1):
+                raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}", option=name)
+        for name in ("retry_interval", "stall_after", "watchdog", "backoff", "stop_timeout", "preview_fps"):
+            if not getattr(self, name) > 0:
+                raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}: more than 0", option=name)
+        if self.token is not None and not self.token.strip():
+            raise InvalidArgumentError("an empty --token protects nothing", option="token")
+        if self.state is not None:
+            self.state = Path(self.state)
+
+
+def load_config(path: str | os.PathLike[str] | None, **given: Any) -> ServeConfig:
+    """The settings of ``path`` (TOML or JSON) under ``given`` (the flags set on the command line)."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFoundError("No such file or directory", file=str(p)) from None
+        try:
+            values = json.loads(text) if p.suffix == ".json" else tomllib.loads(text)
+        except (ValueError, tomllib.TOMLDecodeError) as exc:
+            raise InvalidArgumentError(f"not a valid config file: {exc}", file=str(p)) from None
+        known = {f.name for f in fields(ServeConfig)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise InvalidArgumentError(
+                f"unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})", file=str(p)
+            )
+    values.update({k: v for k, v in given.items() if v is not None})
+    try:
+        return ServeConfig(**values)
+    except TypeError as exc:
+        raise InvalidArgumentError(f"bad settings: {exc}") from None

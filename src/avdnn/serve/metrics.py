@@ -1,0 +1,150 @@
+"""``/metrics``: the service's accounting in Prometheus text, read from the runs when scraped.
+
+Nothing is counted twice: a custom collector reads, at each scrape, the same totals the status
+and the final accounting show (:mod:`avdnn.serve.accounting`), so the counters equal them
+exactly. The registry is the app's own (tests stay apart). Labels carry ids, stages and causes,
+never a URL: a cause is avdnn's redacted one-line text. The families:
+
+======================================  =========  ==============================================
+``avdnn_frames_total``                  counter    pipeline, source, stage (read, written, failed,
+                                                   dropped), cause (failed/dropped only)
+``avdnn_latency_seconds``               histogram  pipeline, source: input to output, every run
+``avdnn_inference_seconds``             histogram  pipeline, instance: the backend's run of a batch
+``avdnn_instance_batch_size``           gauge      pipeline, instance: inferences per batch
+``avdnn_instance_inferences_total``     counter    pipeline, instance
+``avdnn_instance_batches_total``        counter    pipeline, instance
+``avdnn_instance_streams``              gauge      pipeline, instance: streams it has served
+``avdnn_reconnects_total``              counter    pipeline, source: the live input's reopenings
+``avdnn_restarts_total``                counter    pipeline, source, cause (offline, output, watchdog)
+``avdnn_output_reopens_total``          counter    pipeline, source: network output reconnections
+``avdnn_gap_seconds_total``             counter    pipeline, source: without frames between runs,
+                                                   or while the network output was away
+``avdnn_source_up``                     gauge      pipeline, source: 1 while frames flow
+``avdnn_source_fps``                    gauge      pipeline, source
+``avdnn_preview_frames_total``          counter    pipeline, source, outcome (sent, skipped)
+``avdnn_pipelines``                     gauge      state
+``avdnn_events_published_total``        counter    sink (from the events package's sinks)
+``avdnn_events_dropped_total``          counter    sink
+======================================  =========  ==============================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from avdnn._util.redact import redact_text
+from avdnn.serve.accounting import INFERENCE_EDGES, LATENCY_EDGES
+from avdnn.serve.service import Service
+from avdnn.serve.source import STATES
+
+__all__ = ["ServiceCollector", "registry_for"]
+
+
+def _le(edge: float) -> str:
+    return "+Inf" if edge == float("inf") else repr(edge)
+
+
+class ServiceCollector(Collector):
+    """Reads ``service`` at each scrape."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+
+    def collect(self) -> Iterator[Metric]:
+        frames = CounterMetricFamily(
+            "avdnn_frames",
+            "Frames by pipeline, source, stage and cause",
+            labels=["pipeline", "source", "stage", "cause"],
+        )
+        latency = HistogramMetricFamily(
+            "avdnn_latency_seconds",
+            "Seconds from a frame leaving the input to the output",
+            labels=["pipeline", "source"],
+        )
+        reconnects = CounterMetricFamily(
+            "avdnn_reconnects", "Reopenings of the live input inside its runs", labels=["pipeline", "source"]
+        )
+        restarts = CounterMetricFamily(
+            "avdnn_restarts", "Runs the service started again", labels=["pipeline", "source", "cause"]
+        )
+        gaps = CounterMetricFamily(
+            "avdnn_gap_seconds",
+            "Seconds without frames between a run and the next, or while the network output was away",
+            labels=["pipeline", "source"],
+        )
+        reopens = CounterMetricFamily(
+            "avdnn_output_reopens", "Reconnections of the network output", labels=["pipeline", "source"]
+        )
+        up = GaugeMetricFamily("avdnn_source_up", "1 while the source's frames flow", labels=["pipeline", "source"])
+        fps = GaugeMetricFamily("avdnn_source_fps", "Frames per second now", labels=["pipeline", "source"])
+        preview = CounterMetricFamily(
+            "avdnn_preview_frames", "Preview frames sent and skipped", labels=["pipeline", "source", "outcome"]
+        )
+        inference = HistogramMetricFamily(
+            "avdnn_inference_seconds", "The backend's time to run one batch", labels=["pipeline", "instance"]
+        )
+        batch = GaugeMetricFamily(
+            "avdnn_instance_batch_size", "Inferences per batch (mean)", labels=["pipeline", "instance"]
+        )
+        inferences = CounterMetricFamily("avdnn_instance_inferences", "Inferences", labels=["pipeline", "instance"])
+        batches = CounterMetricFamily("avdnn_instance_batches", "Batches run", labels=["pipeline", "instance"])
+        streams = GaugeMetricFamily(
+            "avdnn_instance_streams", "Streams the instance has served", labels=["pipeline", "instance"]
+        )
+        states = dict.fromkeys(STATES, 0)
+        for p in self._service.pipelines():
+            states[p.state] = states.get(p.state, 0) + 1
+            for sid, state, t, served in p.all_totals():
+                ids = [p.id, sid]
+                frames.add_metric([*ids, "read", ""], t.read)
+                frames.add_metric([*ids, "written", ""], t.written)
+                for cause, n in t.failed.items():
+                    frames.add_metric([*ids, "failed", redact_text(cause)], n)
+                for cause, n in t.dropped.items():
+                    frames.add_metric([*ids, "dropped", redact_text(cause)], n)
+                buckets = [(_le(e), float(n)) for e, n in zip(LATENCY_EDGES, t.latency_buckets, strict=True)]
+                latency.add_metric(ids, buckets, t.latency_sum)
+                reconnects.add_metric(ids, t.reconnects)
+                for cause, n in t.restarts.items():
+                    restarts.add_metric([*ids, cause], n)
+                gaps.add_metric(ids, t.gap_seconds)
+                reopens.add_metric(ids, t.output_reopens)
+                up.add_metric(ids, 1.0 if state == "running" else 0.0)
+                fps.add_metric(ids, served.fps() if served is not None else 0.0)
+                if served is not None:
+                    counts = served.preview.counts()
+                    preview.add_metric([*ids, "sent"], counts["sent"])
+                    preview.add_metric([*ids, "skipped"], counts["skipped"])
+            for report in p.outputs.instances():
+                ids = [p.id, report.name]
+                cumulative = report.run_times.cumulative()
+                inference.add_metric(
+                    ids,
+                    [(_le(e), float(n)) for e, n in zip(INFERENCE_EDGES, cumulative, strict=True)],
+                    report.run_times.total,
+                )
+                batch.add_metric(ids, report.mean_batch)
+                inferences.add_metric(ids, report.inferences)
+                batches.add_metric(ids, report.batches)
+                streams.add_metric(ids, len(report.streams))
+        pipelines = GaugeMetricFamily("avdnn_pipelines", "Pipelines by state", labels=["state"])
+        for state, n in states.items():
+            pipelines.add_metric([state], n)
+        published = CounterMetricFamily("avdnn_events_published", "Events published", labels=["sink"])
+        dropped = CounterMetricFamily("avdnn_events_dropped", "Events dropped", labels=["sink"])
+        for source in list(self._service.event_counters):  # the events package's sinks, once wired
+            for sink, sent, lost in source.event_counts():
+                published.add_metric([redact_text(sink)], sent)
+                dropped.add_metric([redact_text(sink)], lost)
+        yield from (frames, latency, reconnects, restarts, reopens, gaps, up, fps, preview)
+        yield from (inference, batch, inferences, batches, streams, pipelines, published, dropped)
+
+
+def registry_for(service: Service) -> CollectorRegistry:
+    """A registry of the app's own, with the service's collector in it."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(ServiceCollector(service))
+    return registry

@@ -1,0 +1,14 @@
+"""``/metrics``: Prometheus text from the app's own registry (:mod:`avdnn.serve.metrics`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+router = APIRouter(tags=["metrics"])
+
+
+@router.get("/metrics")
+def metrics(request: Request) -> Response:
+    """Frames by pipeline, source, stage and cause; latency and inference time; batches; reconnects."""
+    return Response(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)
