@@ -221,3 +221,11 @@ def test_the_ledger_needs_every_sidecar(tmp_path: Path) -> None:
     assert not ledger.finished(str(src), "job", str(out), [str(side)])  # died between the renames
     entry = ledger.read(str(src), "job", str(out), [str(side)])
     assert entry is not None and entry.files == [str(out), str(side)]  # ...and those files are the job's own
+
+
+def test_the_events_file_is_a_written_file() -> None:
+    """events=file=... is placed and checked like metadata_jsonl's file; its MQTT URL is not a file."""
+    got = fill_fields(
+        "events=file=ev/{stem}.jsonl,events=mqtt=mqtt\\://127.0.0.1/{stem}", {"stem": "a"}, place=lambda p: f"/o/{p}"
+    )
+    assert got.writes == ("/o/ev/a.jsonl",)

@@ -44,7 +44,7 @@ EVENTS_OPTIONS: tuple[Option, ...] = (
     Option(
         "stream", "string", None, help="the stream's name in events and topics (default: events@NAME, or 'default')"
     ),
-    Option("file", "string", None, help="write the events as JSON Lines to this file (- = stdout)"),
+    Option("file", "string", None, help="write the events as JSON Lines to this file (- = stdout)", writes=True),
     Option("mqtt", "string", None, help="publish to mqtt://[user[:pass]@]host[:port][/topic template]"),
     Option("webhook", "string", None, help="POST each event as JSON to this http(s):// URL"),
     Option("qos", "int", 1, 0, 1, help="MQTT quality of service of the events"),
