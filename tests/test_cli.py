@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from spine_util import Result, run_cli, run_cli_subprocess, run_ffmpeg
 
+import avdnn
+from avdnn.errors import InvalidArgumentError
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
 
@@ -165,6 +167,37 @@ def test_existing_output_without_y_is_kept(tmp_path: Path) -> None:
     assert res.rc != 0
     assert "already exists" in line and str(out) in line and "-y" in line
     assert out.read_bytes() == b"keep me"
+
+
+def test_an_output_that_is_an_input_is_refused_as_ffmpeg_refuses_it(
+    ffmpeg: str, clip: dict[str, str], tmp_path: Path
+) -> None:
+    """ffmpeg's assert_file_overwrite: never in place, even with ``-y``; the input's bytes unchanged
+    (without ``-y`` the file exists, which is said first)."""
+    path = tmp_path / "in.mp4"
+    path.write_bytes(Path(clip["carphone"]).read_bytes())
+    before = path.read_bytes()
+    args = ["-i", str(path), "-y", "-vf", "scale=32:32", str(path)]
+    assert run_ffmpeg(ffmpeg, [*args]).rc == 234
+    assert path.read_bytes() == before
+    res = run_cli(["-hide_banner", *args])
+    assert res.rc == 234, res.err
+    assert f"Output {path} same as Input #0 - exiting" in _error_line(res)
+    assert path.read_bytes() == before
+    # the API refuses it too
+    with pytest.raises(InvalidArgumentError, match="same as Input #0"):
+        avdnn.run(str(path), "scale=32:32", output=str(path), overwrite=True)
+    assert path.read_bytes() == before
+
+
+def test_only_an_input_read_from_that_file_is_the_output() -> None:
+    """An input whose demuxer opens no file of its name (image2, lavfi, a device) is no file."""
+    from avdnn.media.output.target import check_not_an_input
+
+    check_not_an_input("x.png", [("a.mp4", None), ("x.png", "image2")])
+    check_not_an_input("tcp://127.0.0.1:9/x", [("tcp://127.0.0.1:9/x", None)])  # no file
+    with pytest.raises(InvalidArgumentError, match="same as Input #1"):
+        check_not_an_input("x.png", [("a.mp4", None), ("x.png", None)])
 
 
 def test_existing_output_with_n_is_kept(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
 from avdnn.media.input.source import Source
 from avdnn.media.libav.banner import announce_output
 from avdnn.media.output.sink import Sink
+from avdnn.media.output.target import check_not_an_input
 from avdnn.media.output.videolane import VideoLane
 from avdnn.run.complexgraph import complex_pipeline
 from avdnn.run.complexoutputs import apply_complex, check_reopenable, graph_mapping
@@ -202,6 +203,8 @@ class RunBuilder:
         """The output, created (or refused: it exists without ``overwrite``) before the other inputs open."""
         r = self.request
         assert r.output is not None, "run() needs an output; frames() iterates"
+        if isinstance(r.output, str) and r.overwrite:  # without -y the file exists: ffmpeg says that first
+            check_not_an_input(r.output, [r.input_of(k)[:2] for k in range(r.n_inputs)])
         stop = current_stop()
         return Sink(
             r.output,

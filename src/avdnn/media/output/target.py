@@ -22,10 +22,10 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from avdnn.errors import AVERROR_EXIT, AvdnnError, IOFailureError, NotFoundError, from_code
+from avdnn.errors import AVERROR_EXIT, AvdnnError, InvalidArgumentError, IOFailureError, NotFoundError, from_code
 from avdnn.media.input.live import listens
 from avdnn.media.libav.avio import AvioWriter, protocol_name
 
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_RW_TIMEOUT",
     "NetworkTarget",
     "check_file_target",
+    "check_not_an_input",
     "is_network_target",
     "rw_timeout",
 ]
@@ -86,6 +87,30 @@ def check_file_target(path: str, overwrite: bool | None) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise NotFoundError("No such file or directory", file=path)
+
+
+def check_not_an_input(output: str, inputs: Sequence[tuple[str, str | None]]) -> None:
+    """ffmpeg's refusal to write over an input (``-y`` or not): the output's file name is one of
+    the ``(url, format)`` inputs as given, and that input is read from a file (not lavfi, not an
+    image2 pattern: those open no file of that name). ffmpeg: "Output x same as Input #0 - exiting"."""
+    if protocol_name(output) != "file":
+        return
+    for k, (url, fmt) in enumerate(inputs):
+        if url == output and not (fmt is not None and _demuxer_opens_no_file(fmt)):
+            raise InvalidArgumentError(
+                f"Output {output} same as Input #{k} - exiting (ffmpeg cannot edit existing files in-place)",
+                file=output,
+            )
+
+
+def _demuxer_opens_no_file(name: str) -> bool:
+    """Whether the demuxer ``name`` has AVFMT_NOFILE (lavfi, image2, devices); unknown: no."""
+    import av
+
+    try:
+        return bool(int(av.ContainerFormat(name, "r").flags) & AVFMT_NOFILE)
+    except ValueError:
+        return False
 
 
 class NetworkTarget:
