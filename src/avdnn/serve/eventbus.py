@@ -130,10 +130,11 @@ class EventBus:
             try:
                 yield
             finally:
+                counts = (_published(sub), sub.dropped)  # the run has ended: its stages are closed
                 with self.lock:
                     self._subscriptions.remove(sub)
                     sent, lost = self._listener_done
-                    self._listener_done = (sent + _published(sub), lost + sub.dropped)
+                    self._listener_done = (sent + counts[0], lost + counts[1])
 
     def publish(self, pipeline: str, source: str, record: dict[str, Any]) -> None:
         """One event of a run (the listener's callback): queued for every client that wants it."""

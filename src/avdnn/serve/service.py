@@ -37,8 +37,8 @@ KEEP_ENDED = 16
 class EventCounters(Protocol):
     """What an event sink tells ``/metrics``: ``(sink, published, dropped)`` for each of its sinks.
 
-    The events package's sinks register here (``service.event_counters.append(...)``) when the
-    service wires them; ``avdnn_events_published_total`` and ``avdnn_events_dropped_total`` read them.
+    The service's :class:`~avdnn.serve.eventbus.EventBus` is the first (its ``listener`` and ``sse``
+    sinks); ``avdnn_events_published_total`` and ``avdnn_events_dropped_total`` read every one.
     """
 
     def event_counts(self) -> Iterable[tuple[str, int, int]]: ...
