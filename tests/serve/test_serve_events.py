@@ -96,10 +96,19 @@ def test_sse_delivers_every_sources_events_filtered_and_counted(
     assert values[("avdnn_events_published_total", (("sink", "sse"),))] == len(got) + len(cam2_only)
     assert values[("avdnn_events_dropped_total", (("sink", "sse"),))] == 0
 
-    # a client reconnecting with Last-Event-ID gets what came after it, from the recent ones kept
-    with EventStream(served, headers={"Last-Event-ID": str(ids[0])}) as again:
+    # a client reconnecting with Last-Event-ID gets what came after it, from the recent ones kept;
+    # one asking for a backlog gets the last ones its filters keep (Last-Event-ID wins over it)
+    with (
+        EventStream(served, headers={"Last-Event-ID": str(ids[0])}) as again,
+        EventStream(served, {"backlog": "2", "source": "cam1"}) as backlog,
+        EventStream(served, {"backlog": "2"}, headers={"Last-Event-ID": str(ids[-1])}) as caught_up,
+    ):
         wait_for("the replay", lambda: len(again.events) == len(got) - 1)
         assert [e["id"] for e in again.events] == ids[1:]
+        wait_for("the backlog", lambda: len(backlog.events) == 2)
+        assert [e["id"] for e in backlog.events] == [e["id"] for e in got if e["data"]["source"] == "cam1"][-2:]
+        wait_for("a keep-alive", lambda: "ping" in caught_up.comments)
+        assert caught_up.events == []
 
 
 def test_a_run_restarted_keeps_publishing(serve: Any, ffmpeg: str, detector: str, keepalive: float) -> None:

@@ -161,14 +161,16 @@ class EventBus:
         pipeline: str | None = None,
         source: str | None = None,
         after: int | None = None,
+        backlog: int = 0,
     ) -> Client:
-        """A new client; with ``after`` (its Last-Event-ID) the recent events after it come first."""
+        """A new client; the recent events it wants come first: those after ``after`` (its
+        Last-Event-ID, a reconnection), else the last ``backlog`` of them (a page that just opened)."""
         client = Client(self, loop, pipeline, source, self.limit)
         with self.lock:
-            if after is not None:
-                for event in self._ring:
-                    if event.id > after and client.wants(event):
-                        client._put(event)
+            wanted = [e for e in self._ring if client.wants(e)]
+            replay = [e for e in wanted if e.id > after] if after is not None else wanted[-backlog:] if backlog else []
+            for event in replay:
+                client._put(event)
             self._clients.append(client)
         return client
 

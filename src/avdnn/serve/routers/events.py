@@ -17,6 +17,7 @@ from fastapi import APIRouter, Header, Query
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from avdnn.serve.deps import ServiceDep
+from avdnn.serve.eventbus import RING
 from avdnn.serve.specs import Id
 
 router = APIRouter(prefix="/api", tags=["events"])
@@ -30,13 +31,15 @@ async def events(
     service: ServiceDep,
     pipeline: Annotated[Id | None, Query(description="only this pipeline's events")] = None,
     source: Annotated[Id | None, Query(description="only the events of sources of this id")] = None,
+    backlog: Annotated[int, Query(ge=0, le=RING, description="first the last N recent events")] = 0,
     last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> AsyncIterator[ServerSentEvent]:
     """``text/event-stream`` of every pipeline's events (``?pipeline=ID``, ``?source=ID`` filter them);
-    a client reconnecting with ``Last-Event-ID`` gets the recent events it missed first."""
+    ``?backlog=N`` sends the last N recent ones first; a client reconnecting with ``Last-Event-ID``
+    gets the recent events it missed first instead."""
     bus = service.events
     after = int(last_event_id) if last_event_id is not None and last_event_id.isdigit() else None
-    client = bus.open(asyncio.get_running_loop(), pipeline=pipeline, source=source, after=after)
+    client = bus.open(asyncio.get_running_loop(), pipeline=pipeline, source=source, after=after, backlog=backlog)
     try:
         yield ServerSentEvent(comment="avdnn events")  # the stream is open: events from now on reach it
         while not service.stopping.is_set():

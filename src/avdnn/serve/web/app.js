@@ -323,7 +323,8 @@ async function removeSource(pid, sid, button) {
 // -- events -----------------------------------------------------------------------------------
 
 function openEvents() {
-  events = new EventSource("api/events", { withCredentials: true });
+  // the latest events so far first; a reconnection (Last-Event-ID) gets only those it missed
+  events = new EventSource(`api/events?backlog=${MAX_EVENTS}`, { withCredentials: true });
   const onEvent = (message) => {
     let data;
     try {
@@ -338,7 +339,7 @@ function openEvents() {
     const item = el(
       "li",
       { "data-type": String(e.type), "data-pipeline": String(data.pipeline), "data-source": String(data.source) },
-      el("time", { text: new Date().toLocaleTimeString() }),
+      el("time", { text: typeof e.time === "number" ? `${e.time.toFixed(1)} s` : "" }), // stream time
       " ",
       el("span", { class: "where", text: `${data.pipeline}/${data.source}` }),
       " ",
