@@ -10,6 +10,7 @@ service reads as a client; each test starts and kills its own.
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import subprocess
 import threading
@@ -192,3 +193,68 @@ def mjpeg_frames(data: bytes) -> list[bytes]:
         if start >= 0 and end > start:
             out.append(rest[start : end + 2])
     return out
+
+
+class EventStream:
+    """``GET /api/events`` read by a thread of its own: ``events`` fills as they arrive, each
+    ``{"id": int, "event": type, "data": {...}}``; ``comments`` has the keep-alive and hello lines.
+
+    The reader stops at the line after :meth:`close`; tests set a short keep-alive
+    (``fastapi.routing._PING_INTERVAL``) so that a line always comes soon.
+    """
+
+    def __init__(self, served: Served, params: dict[str, str] | None = None, headers: dict[str, str] | None = None):
+        self.events: list[dict[str, Any]] = []
+        self.comments: list[str] = []
+        self.status: int | None = None
+        self.content_type = ""
+        self.opened = threading.Event()
+        self._stop = threading.Event()
+        self._client = httpx.Client(base_url=served.url, timeout=httpx.Timeout(DEADLINE), headers=served.client.headers)
+        self._args = (params or {}, headers or {})
+        self._thread = threading.Thread(target=self._read, name="test-sse", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        params, headers = self._args
+        try:
+            with self._client.stream("GET", "/api/events", params=params, headers=headers) as r:
+                self.status, self.content_type = r.status_code, r.headers.get("content-type", "")
+                if r.status_code != 200:
+                    return
+                fields: dict[str, str] = {}
+                for line in r.iter_lines():
+                    if self._stop.is_set():
+                        return
+                    if line.startswith(":"):
+                        self.comments.append(line[1:].strip())
+                        self.opened.set()
+                    elif line:
+                        name, _, value = line.partition(":")
+                        value = value[1:] if value.startswith(" ") else value
+                        fields[name] = fields[name] + "\n" + value if name in fields else value
+                    elif fields:
+                        self.events.append(
+                            {"id": int(fields["id"]), "event": fields["event"], "data": json.loads(fields["data"])}
+                        )
+                        fields = {}
+        except httpx.HTTPError:
+            pass  # the service went away
+        finally:
+            self.opened.set()
+
+    def wait_open(self) -> EventStream:
+        assert self.opened.wait(DEADLINE), "the event stream did not open"
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(DEADLINE)
+        self._client.close()
+        assert not self._thread.is_alive(), "the event stream's reader did not stop"
+
+    def __enter__(self) -> EventStream:
+        return self.wait_open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

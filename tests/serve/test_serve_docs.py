@@ -49,6 +49,7 @@ def test_the_curl_session_runs_as_printed(ffmpeg: str, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     assert 'avdnn_frames_total{cause=""' in res.stdout
     assert (tmp_path / "cam3.jpg").read_bytes()[:2] == b"\xff\xd8"
+    assert (tmp_path / "events.txt").read_text().startswith(": avdnn events\n")  # the stream ended with the service
     *_, left, final = _objects(res.stdout)  # the two DELETEs' final accounting
     assert left["id"] == "cam2" and final["id"] == "lobby" and final["state"] == "ended"
     (inst,) = final["instances"]

@@ -13,6 +13,7 @@ this takes :class:`~avdnn.api.Job` s, as the rest of the API does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from avdnn.api.many import Job
 from avdnn.dnn.shared import InstanceReport
@@ -54,10 +55,12 @@ class OutputSet:
         label: str,
         on_end: Callable[[RunningOutput], None] | None = None,
         reopen: OutputReopen | None = None,
+        scope: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> RunningOutput:
         """Start ``job`` now; ``on_end(output)`` runs on its thread once it has ended; ``reopen``
-        reconnects its network output when the peer goes away, the run going on."""
-        return self._set.start(job.request(), label=label, on_end=on_end, reopen=reopen)
+        reconnects its network output when the peer goes away, the run going on; ``scope()`` is
+        entered on its thread around the run (``lambda: avdnn.events.listen(fn)``: its events)."""
+        return self._set.start(job.request(), label=label, on_end=on_end, reopen=reopen, scope=scope)
 
     def outputs(self) -> list[RunningOutput]:
         """The outputs still running."""

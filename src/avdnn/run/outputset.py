@@ -13,11 +13,13 @@ a bug's traceback included.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from avdnn._util.redact import redact_text, redact_url
 from avdnn.dnn.shared import InstanceReport, InstanceScope
@@ -102,10 +104,13 @@ class OutputSet:
         label: str,
         on_end: Callable[[RunningOutput], None] | None = None,
         reopen: OutputReopen | None = None,
+        scope: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> RunningOutput:
         """Start one more output on a thread of its own; its filters join the set's shared models.
 
-        ``reopen``: reconnect its network output when its peer goes away (run.outputreopen). A
+        ``reopen``: reconnect its network output when its peer goes away (run.outputreopen).
+        ``scope``: a context manager made and entered on the output's thread around its run, so
+        that what the run builds sees it (``avdnn.events.listen``: this output's events). A
         live input (or stdin) that a running output already reads is refused: it cannot be read twice.
         """
         with self._lock:
@@ -119,14 +124,19 @@ class OutputSet:
             self._outputs = [*running, out]
         thread = threading.Thread(
             target=self._context.copy().run,
-            args=(self._drive, out, on_end),
+            args=(self._drive, out, on_end, scope),
             name=f"avdnn-output-{label}",
             daemon=True,  # one blocked in its input past close()'s bound is left behind, as run_outputs does
         )
         thread.start()
         return out
 
-    def _drive(self, out: RunningOutput, on_end: Callable[[RunningOutput], None] | None) -> None:
+    def _drive(
+        self,
+        out: RunningOutput,
+        on_end: Callable[[RunningOutput], None] | None,
+        scope: Callable[[], AbstractContextManager[object]] | None,
+    ) -> None:
         result = out.result
         try:
             with (
@@ -134,6 +144,7 @@ class OutputSet:
                 watch_scope(out._watch),
                 reopen_scope(out.reopen),
                 self._scope.stream(out.label),
+                scope() if scope is not None else contextlib.nullcontext(),
             ):
                 result.stats = RunBuilder(out.request).run()
         except AvdnnError as exc:

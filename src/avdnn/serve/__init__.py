@@ -7,8 +7,10 @@ Layer 9, beside :mod:`avdnn.batch`: every pipeline runs on the public API (:mod:
 * :mod:`.service`: the pipelines, their limits and persistence (:mod:`.state`), the watchdog;
 * :mod:`.pipeline` and :mod:`.source`: one pipeline, one source and its states and restarts,
   :mod:`.accounting` its counts over its runs, :mod:`.preview` its live view;
-* :mod:`.app` and :mod:`.routers`: the FastAPI app, one router per resource; :mod:`.specs` the
-  JSON bodies; :mod:`.metrics` ``/metrics``; :mod:`.security` the token, the bind and the limits;
+* :mod:`.eventbus`: every run's events to the ``/api/events`` clients (Server-Sent Events);
+* :mod:`.app` and :mod:`.routers`: the FastAPI app, one router per resource, the web page
+  (``web/``, served at ``/``); :mod:`.specs` the JSON bodies; :mod:`.metrics` ``/metrics``;
+  :mod:`.security` the token, the page's session cookie, the bind and the limits;
 * :mod:`.server`: uvicorn in this process, with a clean SIGTERM. docs/serve.md.
 
 Importing this package needs the ``serve`` extra (``pip install 'avdnn[serve]'``); without it the

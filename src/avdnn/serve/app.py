@@ -24,7 +24,7 @@ from avdnn._util.redact import redact_text
 from avdnn.errors import AvdnnError
 from avdnn.serve.errors import ServeError
 from avdnn.serve.metrics import registry_for
-from avdnn.serve.routers import health, metrics, pipelines, previews, sources
+from avdnn.serve.routers import events, health, metrics, pipelines, previews, sources, web
 from avdnn.serve.security import BodyLimit, TokenGate
 from avdnn.serve.service import Service
 
@@ -50,8 +50,9 @@ def create_app(service: Service) -> FastAPI:
     )
     app.state.service = service
     app.state.registry = registry_for(service)
-    for module in (pipelines, sources, previews, metrics, health):
+    for module in (pipelines, sources, previews, events, metrics, health, web):
         app.include_router(module.router)
+    app.mount("/ui", web.static_files(), name="ui")
     app.add_exception_handler(AvdnnError, _avdnn_error)
     app.add_exception_handler(RequestValidationError, _schema_error)
     app.add_middleware(BodyLimit, limit=service.config.max_body)

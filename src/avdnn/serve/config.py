@@ -48,11 +48,13 @@ class ServeConfig:
     #: the live preview's frame rate when the request gives none, and its cap
     preview_fps: float = 5.0
     preview_max_fps: float = 30.0
+    #: events each ``/api/events`` client may have waiting; a slower client loses the oldest
+    events_queue: int = 256
     #: pipelines started with the service (bodies of POST /api/pipelines), from --config
     pipelines: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        for name in ("max_pipelines", "max_sources", "max_body", "port"):
+        for name in ("max_pipelines", "max_sources", "max_body", "events_queue", "port"):
             if getattr(self, name) < (0 if name == "port" else 1):
                 raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}", option=name)
         for name in ("retry_interval", "stall_after", "watchdog", "backoff", "stop_timeout", "preview_fps"):

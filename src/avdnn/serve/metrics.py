@@ -23,8 +23,9 @@ never a URL: a cause is avdnn's redacted one-line text. The families:
 ``avdnn_source_fps``                    gauge      pipeline, source
 ``avdnn_preview_frames_total``          counter    pipeline, source, outcome (sent, skipped)
 ``avdnn_pipelines``                     gauge      state
-``avdnn_events_published_total``        counter    sink (from the events package's sinks)
-``avdnn_events_dropped_total``          counter    sink
+``avdnn_events_published_total``        counter    sink: ``listener`` (the runs' events the service
+                                                   took), ``sse`` (handed to /api/events clients)
+``avdnn_events_dropped_total``          counter    sink (``sse``: lost from a slow client's queue)
 ======================================  =========  ==============================================
 """
 
@@ -135,7 +136,7 @@ class ServiceCollector(Collector):
             pipelines.add_metric([state], n)
         published = CounterMetricFamily("avdnn_events_published", "Events published", labels=["sink"])
         dropped = CounterMetricFamily("avdnn_events_dropped", "Events dropped", labels=["sink"])
-        for source in list(self._service.event_counters):  # the events package's sinks, once wired
+        for source in list(self._service.event_counters):  # the event bus's sinks (listener, sse)
             for sink, sent, lost in source.event_counts():
                 published.add_metric([redact_text(sink)], sent)
                 dropped.add_metric([redact_text(sink)], lost)

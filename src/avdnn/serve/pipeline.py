@@ -18,6 +18,7 @@ service itself.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -30,6 +31,7 @@ from avdnn.errors import InvalidArgumentError
 from avdnn.serve.accounting import Totals
 from avdnn.serve.config import ServeConfig
 from avdnn.serve.errors import ConflictError, LimitError, UnknownError
+from avdnn.serve.eventbus import EventBus
 from avdnn.serve.source import ServedSource
 from avdnn.serve.specs import ArgsPipeline, PipelineSpec, SourceSpec, TemplatePipeline
 from avdnn.serve.watchdog import Watchdog
@@ -49,13 +51,21 @@ class ServedPipeline:
     """A pipeline of the service: ``spec`` as it was asked, its sources, its shared models."""
 
     def __init__(
-        self, pid: str, spec: PipelineSpec, *, parser: CommandParser, config: ServeConfig, watchdog: Watchdog
+        self,
+        pid: str,
+        spec: PipelineSpec,
+        *,
+        parser: CommandParser,
+        config: ServeConfig,
+        watchdog: Watchdog,
+        events: EventBus | None = None,
     ) -> None:
         self.id = pid
         self.spec = spec
         self._parser = parser
         self._config = config
         self._watchdog = watchdog
+        self._events = events
         self._lock = threading.Lock()
         self.outputs = api.OutputSet()
         self.sources: dict[str, ServedSource] = {}
@@ -136,6 +146,7 @@ class ServedPipeline:
             config=self._config,
             watchdog=self._watchdog,
             key=f"{self.id}/{sid}",
+            scope=None if self._events is None else functools.partial(self._events.attach, self.id, sid),
         )
         with self._lock:
             self.sources[sid] = served

@@ -3,8 +3,12 @@
 * :func:`check_bind`: an address other than loopback (``127.0.0.0/8``, ``::1``, ``localhost``) is
   refused without a token: a service that runs command lines must not be open to a network;
 * :class:`TokenGate`: with a token, every request but ``/healthz`` and ``/readyz`` (which tell
-  nothing but "up") carries ``Authorization: Bearer TOKEN``, compared with
-  :func:`hmac.compare_digest`; anything else is a 401;
+  nothing but "up") and the web page's static files (``/``, ``/ui/...``: code, no data) carries
+  ``Authorization: Bearer TOKEN`` or the page's session cookie, each compared with
+  :func:`hmac.compare_digest`; anything else is a 401. A browser's ``EventSource`` and ``<img>``
+  cannot send a header: the page trades the token for the cookie once (``POST /api/session`` with
+  the header), an ``HttpOnly``, ``SameSite=Strict`` cookie holding an HMAC of the token (never the
+  token, never in a URL, so never in a log or the browser's history);
 * :class:`BodyLimit`: a request body over ``max_body`` bytes is a 413, whether it says its length
   or streams it.
 
@@ -13,6 +17,7 @@ Both are plain ASGI middleware, so they cover every route, ``/metrics`` and the 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -22,7 +27,16 @@ from typing import Any
 
 from avdnn.errors import InvalidArgumentError
 
-__all__ = ["OPEN_PATHS", "BodyLimit", "TokenGate", "check_bind", "is_loopback"]
+__all__ = [
+    "COOKIE",
+    "OPEN_PATHS",
+    "OPEN_PREFIXES",
+    "BodyLimit",
+    "TokenGate",
+    "check_bind",
+    "is_loopback",
+    "session_value",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -30,8 +44,16 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-#: paths that need no token: they answer only whether the service is up
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+#: paths that need no token: they answer only whether the service is up, or are the page's static code
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/"})
+OPEN_PREFIXES = ("/ui/",)
+#: the web page's session cookie (set by POST /api/session)
+COOKIE = "avdnn_session"
+
+
+def session_value(token: str) -> str:
+    """What the session cookie holds for ``token``: an HMAC of it, so the cookie never is the token."""
+    return hmac.new(token.encode(), b"avdnn serve session", hashlib.sha256).hexdigest()
 
 
 def is_loopback(host: str) -> bool:
@@ -67,26 +89,40 @@ async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes
 
 
 class TokenGate:
-    """401 for a request without ``Authorization: Bearer <token>`` (paths in OPEN_PATHS excepted)."""
+    """401 for a request without ``Authorization: Bearer <token>`` or the session cookie (open paths excepted)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self._token = token.encode()
+        self._session = session_value(token).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in OPEN_PATHS:
+        path = str(scope.get("path", ""))
+        if scope["type"] != "http" or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
-        given = b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                given = bytes(value)
-                break
-        scheme, _, credential = given.partition(b" ")
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(credential.strip(), self._token):
+        if not self._allowed(scope.get("headers", [])):
             await _reply(send, 401, "a bearer token is required", [(b"www-authenticate", b'Bearer realm="avdnn"')])
             return
         await self.app(scope, receive, send)
+
+    def _allowed(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        bearer, cookies = b"", []
+        for name, value in headers:
+            if name == b"authorization" and not bearer:
+                bearer = bytes(value)
+            elif name == b"cookie":
+                cookies.append(bytes(value))
+        scheme, _, credential = bearer.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token):
+            return True
+        prefix = COOKIE.encode() + b"="
+        for header in cookies:
+            for part in header.split(b";"):
+                part = part.strip()
+                if part.startswith(prefix) and hmac.compare_digest(part[len(prefix) :], self._session):
+                    return True
+        return False
 
 
 class BodyLimit:

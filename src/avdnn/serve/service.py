@@ -20,6 +20,7 @@ from avdnn import api
 from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.serve.config import ServeConfig
 from avdnn.serve.errors import ConflictError, LimitError, UnavailableError, UnknownError
+from avdnn.serve.eventbus import EventBus
 from avdnn.serve.pipeline import CommandParser, ServedPipeline, shown_spec
 from avdnn.serve.specs import ArgsPipeline, PipelineSpec, SourceSpec, TemplatePipeline
 from avdnn.serve.state import StateDir
@@ -36,8 +37,8 @@ KEEP_ENDED = 16
 class EventCounters(Protocol):
     """What an event sink tells ``/metrics``: ``(sink, published, dropped)`` for each of its sinks.
 
-    The events package's sinks register here (``service.event_counters.append(...)``) when the
-    service wires them; ``avdnn_events_published_total`` and ``avdnn_events_dropped_total`` read them.
+    The service's :class:`~avdnn.serve.eventbus.EventBus` is the first (its ``listener`` and ``sse``
+    sinks); ``avdnn_events_published_total`` and ``avdnn_events_dropped_total`` read every one.
     """
 
     def event_counts(self) -> Iterable[tuple[str, int, int]]: ...
@@ -60,7 +61,9 @@ class Service:
         self._next = 0
         self._state = StateDir(config.state) if config.state is not None else None
         self._watchdog = Watchdog(min(1.0, config.watchdog / 4), self._check)
-        self.event_counters: list[EventCounters] = []
+        #: every pipeline's events, for GET /api/events (its counts are the sse and listener sinks')
+        self.events = EventBus(config.events_queue)
+        self.event_counters: list[EventCounters] = [self.events]
         self.started_at = time.time()
         self.ready = False
         self.stopping = threading.Event()
@@ -131,7 +134,9 @@ class Service:
                 raise LimitError(f"{len(self._pipelines)} pipelines run: the limit (max_pipelines)")
             order = self._next if order is None else order
             self._next = max(self._next, order + 1)
-            pipeline = ServedPipeline(pid, spec, parser=self._parser, config=self.config, watchdog=self._watchdog)
+            pipeline = ServedPipeline(
+                pid, spec, parser=self._parser, config=self.config, watchdog=self._watchdog, events=self.events
+            )
             self._pipelines[pid] = pipeline  # held while it starts: the name is taken
             self._order[pid] = order
         try:

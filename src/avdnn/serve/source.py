@@ -25,6 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from avdnn import api
@@ -58,6 +59,7 @@ class ServedSource:
         config: ServeConfig,
         watchdog: Watchdog,
         key: str,
+        scope: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.id = sid
         self.url = url
@@ -66,6 +68,7 @@ class ServedSource:
         self._config = config
         self._watchdog = watchdog
         self._key = key  # the watchdog's name for this source's restarts (pipeline/source)
+        self._scope = scope  # entered around each run on its thread (its events to the service's bus)
         self._lock = threading.Lock()
         self._out: api.RunningOutput | None = None
         self._started = 0
@@ -107,7 +110,7 @@ class ServedSource:
         reopen = None
         if isinstance(job.output, str) and api.is_network_url(job.output, None):  # a pushed output: kept up
             reopen = api.OutputReopen(backoff=self._config.backoff, max_delay=self._config.retry_interval)
-        out = self._outputs.start(job, label=self.id, on_end=self._ended, reopen=reopen)
+        out = self._outputs.start(job, label=self.id, on_end=self._ended, reopen=reopen, scope=self._scope)
         self._started += 1
         self._out = out
         self.output_names.append(redact_url(str(job.output)))

@@ -1,0 +1,206 @@
+"""The events of every pipeline on one bus, for ``GET /api/events``: a bounded queue per client.
+
+Each source's run is started inside :func:`avdnn.events.listen` (:meth:`EventBus.attach`, entered
+on the run's thread by ``OutputSet.start``'s ``scope``), so every ``events`` stage of its chain
+publishes here too, without a sink option. The listener's callback runs on the stage's thread and
+only appends: to a short ring of recent events (replayed to a client that reconnects with
+``Last-Event-ID``) and to each matching client's queue. A queue is bounded: a client that reads
+slower than events come loses the oldest, counted as dropped for the ``sse`` sink, and a
+pipeline never waits for a client. A client waits on an :class:`asyncio.Event` of its own loop,
+set from the stage's thread with ``call_soon_threadsafe`` (at most one wake pending per client).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import re
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from avdnn.events import Subscription, listen
+
+__all__ = ["RING", "SSE", "BusEvent", "Client", "EventBus"]
+
+#: the name of the service's sink: the ListenerSink each run gets, and the clients' counts in /metrics
+SSE = "sse"
+#: recent events kept for clients reconnecting with Last-Event-ID
+RING = 256
+_TYPE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+@dataclass(frozen=True)
+class BusEvent:
+    """One event as the clients get it: its id on the bus, where it came from, its SSE data."""
+
+    id: int
+    pipeline: str
+    source: str
+    type: str
+    #: ``{"pipeline", "source", "event"}`` as JSON, made once for every client
+    data: str
+
+
+class Client:
+    """One ``/api/events`` stream: its filters and its bounded queue (read on its event loop)."""
+
+    def __init__(
+        self, bus: EventBus, loop: asyncio.AbstractEventLoop, pipeline: str | None, source: str | None, limit: int
+    ) -> None:
+        self._bus = bus
+        self._loop = loop
+        self.pipeline = pipeline
+        self.source = source
+        self.limit = max(1, limit)
+        self.queue: deque[BusEvent] = deque()
+        self.dropped = 0
+        self.closed = False
+        self._ready = asyncio.Event()
+        self._waking = False  # a wake is scheduled on the loop and has not run yet
+
+    def wants(self, event: BusEvent) -> bool:
+        return (self.pipeline is None or event.pipeline == self.pipeline) and (
+            self.source is None or event.source == self.source
+        )
+
+    def _put(self, event: BusEvent) -> None:
+        """Queue ``event`` (under the bus's lock, any thread); the oldest goes when the queue is full."""
+        if len(self.queue) >= self.limit:
+            self.queue.popleft()
+            self.dropped += 1
+            self._bus.dropped += 1
+        self.queue.append(event)
+        if not self._waking and not self.closed:
+            self._waking = True
+            try:
+                self._loop.call_soon_threadsafe(self._wake)
+            except RuntimeError:  # its loop has closed: the client is gone
+                self.closed = True
+
+    def _wake(self) -> None:
+        with self._bus.lock:
+            self._waking = False
+        self._ready.set()
+
+    async def next(self, timeout: float) -> list[BusEvent]:
+        """The events queued now, oldest first, waiting up to ``timeout`` s for one ([] after it)."""
+        with self._bus.lock:
+            items = list(self.queue)
+            self.queue.clear()
+            if not items:
+                self._ready.clear()
+        if items:
+            return items
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        with self._bus.lock:
+            items = list(self.queue)
+            self.queue.clear()
+        return items
+
+
+class EventBus:
+    """Every pipeline's events, fanned out to the ``/api/events`` clients."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self.limit = limit
+        self.lock = threading.Lock()
+        self._clients: list[Client] = []
+        self._ring: deque[BusEvent] = deque(maxlen=RING)
+        self._next = 0
+        #: events handed to a client's stream, and lost from a slow client's queue (the ``sse`` sink)
+        self.published = 0
+        self.dropped = 0
+        self._subscriptions: list[Subscription] = []
+        self._listener_done = (0, 0)  # (published, dropped) of the subscriptions of ended runs
+
+    # -- the pipelines' side (the events stages' threads) -----------------------------------
+
+    @contextlib.contextmanager
+    def attach(self, pipeline: str, source: str) -> Iterator[None]:
+        """The scope of one run of ``pipeline``/``source``: its events stages publish to the bus."""
+        with listen(callback=functools.partial(self.publish, pipeline, source), name=SSE) as sub:
+            with self.lock:
+                self._subscriptions.append(sub)
+            try:
+                yield
+            finally:
+                counts = (_published(sub), sub.dropped)  # the run has ended: its stages are closed
+                with self.lock:
+                    self._subscriptions.remove(sub)
+                    sent, lost = self._listener_done
+                    self._listener_done = (sent + counts[0], lost + counts[1])
+
+    def publish(self, pipeline: str, source: str, record: dict[str, Any]) -> None:
+        """One event of a run (the listener's callback): queued for every client that wants it."""
+        kind = str(record.get("type", ""))
+        data = json.dumps(
+            {"pipeline": pipeline, "source": source, "event": record}, ensure_ascii=False, separators=(",", ":")
+        )
+        with self.lock:
+            self._next += 1
+            event = BusEvent(self._next, pipeline, source, kind if _TYPE.match(kind) else "message", data)
+            self._ring.append(event)
+            for client in self._clients:
+                if client.wants(event):
+                    client._put(event)
+            if any(c.closed for c in self._clients):  # a client whose loop has gone
+                self._clients = [c for c in self._clients if not c.closed]
+
+    # -- the clients' side (the event loop) -------------------------------------------------
+
+    def open(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        pipeline: str | None = None,
+        source: str | None = None,
+        after: int | None = None,
+        backlog: int = 0,
+    ) -> Client:
+        """A new client; the recent events it wants come first: those after ``after`` (its
+        Last-Event-ID, a reconnection), else the last ``backlog`` of them (a page that just opened)."""
+        client = Client(self, loop, pipeline, source, self.limit)
+        with self.lock:
+            wanted = [e for e in self._ring if client.wants(e)]
+            replay = [e for e in wanted if e.id > after] if after is not None else wanted[-backlog:] if backlog else []
+            for event in replay:
+                client._put(event)
+            self._clients.append(client)
+        return client
+
+    def close(self, client: Client) -> None:
+        with self.lock:
+            client.closed = True
+            if client in self._clients:
+                self._clients.remove(client)
+
+    def sent(self, n: int) -> None:
+        """``n`` events were handed to a client's stream."""
+        with self.lock:
+            self.published += n
+
+    def clients(self) -> int:
+        with self.lock:
+            return len(self._clients)
+
+    # -- /metrics ---------------------------------------------------------------------------
+
+    def event_counts(self) -> Iterable[tuple[str, int, int]]:
+        """``(sink, published, dropped)``: the runs' listener sinks (events the bus took), and the clients."""
+        with self.lock:
+            sent, lost = self._listener_done
+            live = list(self._subscriptions)
+            clients = (self.published, self.dropped)
+        for sub in live:
+            sent, lost = sent + _published(sub), lost + sub.dropped
+        return [("listener", sent, lost), (SSE, *clients)]
+
+
+def _published(sub: Subscription) -> int:
+    return sum(sink.stats.snapshot()["published"] for sink in sub.sinks)

@@ -1,0 +1,51 @@
+"""``/api/events``: the zone, line and object events of every pipeline as Server-Sent Events.
+
+FastAPI's own SSE (``EventSourceResponse``) writes the wire format and a keep-alive comment
+every 15 s of silence; each event is ``id:`` (its number on the bus), ``event:`` (its type:
+``new``, ``enter``, ``cross``...) and ``data:`` (``{"pipeline", "source", "event"}``, the event as
+event-v1.schema.json says). The stream reads a bounded queue of its own (:mod:`avdnn.serve.eventbus`),
+so a slow client loses the oldest events, counted, and never slows a pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+
+from avdnn.serve.deps import ServiceDep
+from avdnn.serve.eventbus import RING
+from avdnn.serve.specs import Id
+
+router = APIRouter(prefix="/api", tags=["events"])
+
+#: seconds between two looks at whether the service is stopping while no event comes
+_LOOK = 0.5
+
+
+@router.get("/events", response_class=EventSourceResponse)
+async def events(
+    service: ServiceDep,
+    pipeline: Annotated[Id | None, Query(description="only this pipeline's events")] = None,
+    source: Annotated[Id | None, Query(description="only the events of sources of this id")] = None,
+    backlog: Annotated[int, Query(ge=0, le=RING, description="first the last N recent events")] = 0,
+    last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> AsyncIterator[ServerSentEvent]:
+    """``text/event-stream`` of every pipeline's events (``?pipeline=ID``, ``?source=ID`` filter them);
+    ``?backlog=N`` sends the last N recent ones first; a client reconnecting with ``Last-Event-ID``
+    gets the recent events it missed first instead."""
+    bus = service.events
+    after = int(last_event_id) if last_event_id is not None and last_event_id.isdigit() else None
+    client = bus.open(asyncio.get_running_loop(), pipeline=pipeline, source=source, after=after, backlog=backlog)
+    try:
+        yield ServerSentEvent(comment="avdnn events")  # the stream is open: events from now on reach it
+        while not service.stopping.is_set():
+            batch = await client.next(_LOOK)
+            for event in batch:
+                yield ServerSentEvent(raw_data=event.data, event=event.type, id=str(event.id))
+                bus.sent(1)
+    finally:
+        bus.close(client)
