@@ -100,13 +100,24 @@ def _pipeline(name: str, model: str, *cams: tuple[str, Camera]) -> dict[str, Any
     }
 
 
+def _samples(served: Served, pid: str, sid: str) -> int:
+    r = served.client.get(f"/api/pipelines/{pid}/sources/{sid}/history")
+    assert r.status_code == 200, r.text
+    return len(r.json()["samples"])
+
+
 def test_the_page_shows_adds_removes_and_streams(serve: Any, page: Any, ffmpeg: str, detector: str) -> None:
     served: Served = serve(retry_interval=30.0)
     with Camera(ffmpeg) as cam1, Camera(ffmpeg) as cam2:
         r = served.client.post("/api/pipelines", json=_pipeline("lobby", detector, ("cam1", cam1)))
         assert r.status_code == 201, r.text
+        # the page opens once cam1 has run a few seconds: its chart starts with the service's samples
+        wait_for("cam1 sampled 4 times", lambda: _samples(served, "lobby", "cam1") >= 4)
+        before = _samples(served, "lobby", "cam1")
         p = page(served.url + "/")
-        p.one('article[data-pipeline="lobby"] [data-source="cam1"]')
+        chart = p.one('article[data-pipeline="lobby"] [data-source="cam1"] canvas.chart')
+        points, loaded = int(chart.get_attribute("data-points")), int(chart.get_attribute("data-history"))
+        assert loaded >= before and points > loaded  # drawn first with the history, then its own polls
         wait_for("cam1's preview decoded", lambda: p.decoded("lobby", "cam1"))
         wait_for("cam1's events over SSE", lambda: p.css('#events li[data-source="cam1"][data-type="new"]'))
         assert p.css('#events li[data-source="cam1"] .where')[0].text == "lobby/cam1"

@@ -33,7 +33,14 @@ def _template(name: str, *sources: tuple[str, str], chain: str = "") -> dict[str
 def test_the_token_is_required_and_compared_for_every_route_but_health(serve: Any) -> None:
     served = serve(token="t0k3n-value")
     bare = httpx.Client(base_url=served.url, timeout=30)
-    for path in ("/api/pipelines", "/metrics", "/docs", "/openapi.json", "/api/pipelines/x/sources/a/snapshot.jpg"):
+    for path in (
+        "/api/pipelines",
+        "/metrics",
+        "/docs",
+        "/openapi.json",
+        "/api/pipelines/x/sources/a/snapshot.jpg",
+        "/api/pipelines/x/sources/a/history",
+    ):
         r = bare.get(path)
         assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer"), path
         assert bare.get(path, headers={"Authorization": "Bearer t0k3n-valuX"}).status_code == 401

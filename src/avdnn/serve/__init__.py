@@ -6,7 +6,8 @@ Layer 9, beside :mod:`avdnn.batch`: every pipeline runs on the public API (:mod:
 
 * :mod:`.service`: the pipelines, their limits and persistence (:mod:`.state`), the watchdog;
 * :mod:`.pipeline` and :mod:`.source`: one pipeline, one source and its states and restarts,
-  :mod:`.accounting` its counts over its runs, :mod:`.preview` its live view;
+  :mod:`.accounting` its counts over its runs, :mod:`.preview` its live view, :mod:`.history`
+  its last minutes sampled once a second;
 * :mod:`.eventbus`: every run's events to the ``/api/events`` clients (Server-Sent Events);
 * :mod:`.app` and :mod:`.routers`: the FastAPI app, one router per resource, the web page
   (``web/``, served at ``/``); :mod:`.specs` the JSON bodies; :mod:`.metrics` ``/metrics``;

@@ -17,7 +17,10 @@ from typing import Any
 
 from avdnn.errors import InvalidArgumentError, NotFoundError
 
-__all__ = ["ServeConfig", "load_config"]
+__all__ = ["MAX_HISTORY", "ServeConfig", "load_config"]
+
+#: the most seconds of per-source history a service keeps (an hour: 3600 samples a source)
+MAX_HISTORY = 3600
 
 
 @dataclass
@@ -50,6 +53,8 @@ class ServeConfig:
     preview_max_fps: float = 30.0
     #: events each ``/api/events`` client may have waiting; a slower client loses the oldest
     events_queue: int = 256
+    #: seconds of per-source samples (one a second) kept for GET .../history and the page's charts
+    history: int = 300
     #: pipelines started with the service (bodies of POST /api/pipelines), from --config
     pipelines: list[dict[str, Any]] = field(default_factory=list)
 
@@ -57,6 +62,8 @@ class ServeConfig:
         for name in ("max_pipelines", "max_sources", "max_body", "events_queue", "port"):
             if getattr(self, name) < (0 if name == "port" else 1):
                 raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}", option=name)
+        if isinstance(self.history, bool) or not isinstance(self.history, int) or not 1 <= self.history <= MAX_HISTORY:
+            raise InvalidArgumentError(f"Invalid history {self.history}: 1 to {MAX_HISTORY} seconds", option="history")
         for name in ("retry_interval", "stall_after", "watchdog", "backoff", "stop_timeout", "preview_fps"):
             if not getattr(self, name) > 0:
                 raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}: more than 0", option=name)

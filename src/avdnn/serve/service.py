@@ -4,7 +4,10 @@ One :class:`Service` per process, handed to the routers as a dependency (never a
 pipelines run on the public API only (:class:`~avdnn.api.OutputSet`, one per pipeline); argv is
 turned into jobs by the CLI's own parser, handed in as :data:`~avdnn.serve.pipeline.CommandParser`
 (the service sits below the CLI and never imports it). A deleted pipeline stays readable, with
-its final accounting and in ``/metrics``, among the last :data:`KEEP_ENDED` ended ones.
+its final accounting and in ``/metrics``, among the last :data:`KEEP_ENDED` ended ones. Every
+source of a running pipeline is sampled into its history once a second by one thread of the
+service's own (:mod:`avdnn.serve.history`): a timer like the watchdog's, apart from it, so that a
+restart the watchdog makes never holds the samples up.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.serve.config import ServeConfig
 from avdnn.serve.errors import ConflictError, LimitError, UnavailableError, UnknownError
 from avdnn.serve.eventbus import EventBus
+from avdnn.serve.history import INTERVAL
 from avdnn.serve.pipeline import CommandParser, ServedPipeline, shown_spec
 from avdnn.serve.specs import ArgsPipeline, PipelineSpec, SourceSpec, TemplatePipeline
 from avdnn.serve.state import StateDir
@@ -61,6 +65,7 @@ class Service:
         self._next = 0
         self._state = StateDir(config.state) if config.state is not None else None
         self._watchdog = Watchdog(min(1.0, config.watchdog / 4), self._check)
+        self._sampler = Watchdog(INTERVAL, self._sample, name="avdnn-serve-history")
         #: every pipeline's events, for GET /api/events (its counts are the sse and listener sinks')
         self.events = EventBus(config.events_queue)
         self.event_counters: list[EventCounters] = [self.events]
@@ -73,6 +78,7 @@ class Service:
     def start(self) -> None:
         """Start the watchdog, then the pipelines kept in the state and those of the config file."""
         self._watchdog.start()
+        self._sampler.start()
         restored: set[str] = set()
         for pid, order, raw in self._state.load() if self._state is not None else []:
             self._next = max(self._next, order + 1)
@@ -110,6 +116,7 @@ class Service:
         for t in threads:
             t.join(bound + 2)
         self._watchdog.stop()
+        self._sampler.stop()
         log.info("avdnn serve: %d pipeline(s) stopped", len(pipelines))
 
     def _check(self) -> None:
@@ -119,6 +126,14 @@ class Service:
         for p in pipelines:
             for source in p.current():
                 source.check(now)
+
+    def _sample(self) -> None:
+        t = time.time()  # the samples' time is the browser's kind: seconds since the epoch
+        with self._lock:
+            pipelines = list(self._pipelines.values())
+        for p in pipelines:
+            for source in p.current():
+                source.sample(t)
 
     # -- pipelines --------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from avdnn._util.redact import redact_text, redact_url
 from avdnn.errors import AvdnnError
 from avdnn.serve.accounting import RunView, Totals, read_run
 from avdnn.serve.config import ServeConfig
+from avdnn.serve.history import History
 from avdnn.serve.preview import PreviewFeed
 from avdnn.serve.watchdog import Watchdog
 
@@ -89,6 +90,8 @@ class ServedSource:
         self._backoff_step = 0
         self.output_names: list[str] = []
         self.preview = PreviewFeed()
+        #: its last ``history`` seconds, sampled by the service (:meth:`sample`)
+        self.history = History(config.history)
         self._last_told: tuple[str | None, str] | None = None
 
     # -- runs -----------------------------------------------------------------------------
@@ -246,6 +249,7 @@ class ServedSource:
             if not ended:
                 self.cause = f"still blocked in its input after {timeout:g} s: left behind"
         self.preview.closed.set()
+        self.sample(time.time())  # its history ends on its final accounting
         return ended
 
     # -- what it shows --------------------------------------------------------------------
@@ -297,6 +301,26 @@ class ServedSource:
         since, frames = self._fps_mark  # the first window is not over yet: the frames so far
         return (self._frames - frames) / (now - since) if now > since else 0.0
 
+    def _latency_view(self, run: RunView | None) -> RunView | None:
+        """The run whose latency is shown: the one going on once it has some, else the last one."""
+        return run if run is not None and run.latency_count else self._last_view
+
+    def sample(self, t: float) -> None:
+        """One sample of it into its history (the service's sampler, once a second; its stop)."""
+        with self._lock:  # read and kept under the one lock: the samples are in the order of the reads
+            run = self._live()
+            totals = self._totals.plus(run)
+            lat = self._latency_view(run)
+            self.history.add(
+                t,
+                state=self._state_locked(time.monotonic()),
+                fps=self.fps(),
+                p95=None if lat is None else lat.p95,
+                read=totals.read,
+                written=totals.written,
+                dropped=totals.dropped,
+            )
+
     def status(self) -> dict[str, Any]:
         """The source as the API shows it: state, the accounting of its runs, fps, latency."""
         with self._lock:
@@ -304,7 +328,7 @@ class ServedSource:
             state = self._state_locked(now)
             run = self._live()
             totals = self._totals.plus(run)
-            lat = run if run is not None and run.latency_count else self._last_view
+            lat = self._latency_view(run)
             out: dict[str, Any] = {
                 "id": self.id,
                 "url": redact_url(self.url),

@@ -4,7 +4,8 @@ A source that went offline is tried again every ``retry_interval``; a network ou
 dropped is reopened after a back-off; a run that gave no frame for ``watchdog`` seconds is
 stopped and started again (Frigate's camera watchdog). All of it is timed here, on one thread
 that waits on a condition until the next deadline (a restart due, or the next check), so the
-service never holds a thread per waiting source and never sleeps in a loop.
+service never holds a thread per waiting source and never sleeps in a loop. The service's
+history sampler is a second one (its own thread, ``check()`` its once-a-second sample).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ log = logging.getLogger("avdnn.serve")
 class Watchdog:
     """Calls each scheduled function once its time has come, and ``check()`` every ``interval`` s."""
 
-    def __init__(self, interval: float, check: Callable[[], None]) -> None:
+    def __init__(self, interval: float, check: Callable[[], None], *, name: str = "avdnn-serve-watchdog") -> None:
         self._interval = interval
         self._check = check
         self._due: dict[str, tuple[float, Callable[[], None]]] = {}
         self._cond = threading.Condition()
         self._stopped = False
-        self._thread = threading.Thread(target=self._loop, name="avdnn-serve-watchdog", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -77,9 +78,8 @@ class Watchdog:
                 self._call(self._check)
                 next_check = time.monotonic() + self._interval
 
-    @staticmethod
-    def _call(fn: Callable[[], None]) -> None:
+    def _call(self, fn: Callable[[], None]) -> None:
         try:
             fn()
         except Exception:  # a bug in one restart must not stop the others being kept up
-            log.exception("avdnn serve: the watchdog's call failed")
+            log.exception("avdnn serve: a call on %s failed", self._thread.name)

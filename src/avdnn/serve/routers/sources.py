@@ -1,12 +1,15 @@
-"""``/api/pipelines/{id}/sources``: a camera joins or leaves a running template pipeline."""
+"""``/api/pipelines/{id}/sources``: a camera joins or leaves a running template pipeline; its history."""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
+from avdnn.serve.config import MAX_HISTORY
 from avdnn.serve.deps import ServiceDep
+from avdnn.serve.history import INTERVAL
 from avdnn.serve.specs import Id, SourceSpec
 
 router = APIRouter(prefix="/api/pipelines/{pid}/sources", tags=["sources"])
@@ -22,6 +25,28 @@ def add_source(pid: Id, body: SourceSpec, service: ServiceDep) -> dict[str, Any]
 @router.get("/{sid}")
 def get_source(pid: Id, sid: Id, service: ServiceDep) -> dict[str, Any]:
     return service.get(pid).source(sid).status()
+
+
+@router.get("/{sid}/history")
+def source_history(
+    pid: Id,
+    sid: Id,
+    service: ServiceDep,
+    seconds: Annotated[float | None, Query(gt=0, le=MAX_HISTORY, description="only the last N seconds")] = None,
+) -> dict[str, Any]:
+    """The source's samples, one a second, oldest first, over the last ``history`` seconds (the
+    service's setting) or the last ``seconds=N``: state, fps, frames dropped in that second (and by
+    cause), latency p95, frames read and written so far. ``now`` is the service's clock."""
+    served = service.get(pid).source(sid)
+    now = time.time()
+    return {
+        "pipeline": pid,
+        "source": sid,
+        "interval": INTERVAL,
+        "history": served.history.seconds,
+        "now": round(now, 3),
+        "samples": [s.as_dict() for s in served.history.since(seconds, now)],
+    }
 
 
 @router.delete("/{sid}")

@@ -4,7 +4,8 @@
 "use strict";
 
 const POLL_MS = 1000; // counters refresh
-const HISTORY_S = 300; // seconds of samples a chart shows
+const HISTORY_S = 300; // seconds of samples a chart shows (the service keeps them: .../history)
+const SAMPLE_S = 1; // seconds between two of the service's samples
 const MAX_LIVE = 4; // live MJPEG previews at once (a browser opens ~6 connections per host)
 const MAX_EVENTS = 50; // events kept in the list
 const PREVIEW_FPS = 5;
@@ -16,7 +17,9 @@ const SERIES = [
 ];
 
 const cards = new Map(); // pipeline id -> {root, fields, sources: Map(source id -> card)}
-const history = new Map(); // "pid/sid" -> [{t, fps, dropped, p95}]
+// "pid/sid" -> {samples: [{t, fps, drops (since the sample before), p95}], dropped (the last poll's
+// total), loaded (samples the service had when the source was first shown)}
+const history = new Map();
 let events = null; // the EventSource, opened after the first answer of the API
 let timer = null;
 
@@ -79,7 +82,9 @@ async function poll() {
     const details = await Promise.all(
       list.pipelines.map((p) => api("GET", `api/pipelines/${enc(p.id)}`).catch(() => null)),
     );
-    render(details.filter((d) => d !== null));
+    const shown = details.filter((d) => d !== null);
+    await loadHistories(shown);
+    render(shown);
     setStatus(`${list.pipelines.length} pipeline(s), updated ${new Date().toLocaleTimeString()}`);
     if (events === null) openEvents();
   } catch (err) {
@@ -90,6 +95,30 @@ async function poll() {
     setStatus(`the service does not answer: ${err.message}`, true);
   }
   timer = setTimeout(poll, POLL_MS);
+}
+
+// A source shown for the first time starts its chart with the service's samples of the last
+// minutes; the polls then append to it.
+async function loadHistories(pipelines) {
+  const fresh = [];
+  for (const p of pipelines) {
+    for (const s of p.sources) {
+      if (!s.departed && !history.has(`${p.id}/${s.id}`)) fresh.push([p.id, s.id]);
+    }
+  }
+  await Promise.all(
+    fresh.map(async ([pid, sid]) => {
+      let samples = [];
+      try {
+        const body = await api("GET", `${previewBase(pid, sid)}/history?seconds=${HISTORY_S}`);
+        const shift = Date.now() / 1000 - body.now; // the service's clock to this browser's
+        samples = body.samples.map((x) => ({ t: x.t + shift, fps: x.fps, drops: x.dropped, p95: x.p95 }));
+      } catch (err) {
+        samples = []; // gone meanwhile: the next poll drops its card, or starts an empty chart
+      }
+      history.set(`${pid}/${sid}`, { samples, dropped: null, loaded: samples.length });
+    }),
+  );
 }
 
 function render(pipelines) {
@@ -127,7 +156,10 @@ function render(pipelines) {
   }
   for (const [pid, card] of cards) {
     if (!seen.has(pid)) {
-      for (const sc of card.sources.values()) dropPreview(sc);
+      for (const [sid, sc] of card.sources) {
+        dropPreview(sc);
+        history.delete(`${pid}/${sid}`);
+      }
       card.root.remove();
       cards.delete(pid);
     }
@@ -204,11 +236,15 @@ function updateSource(sc, p, s, ended) {
   sc.root.querySelector(".cause").textContent = s.cause || "";
   sc.remove.hidden = ended || p.kind !== "template";
   const key = `${p.id}/${s.id}`;
-  const samples = history.get(key) || [];
+  const kept = history.get(key) || { samples: [], dropped: null, loaded: 0 };
   const now = Date.now() / 1000;
-  samples.push({ t: now, fps: s.fps, dropped: s.frames.dropped, p95: s.latency.p95 });
+  const drops = kept.dropped === null ? 0 : Math.max(0, s.frames.dropped - kept.dropped);
+  kept.dropped = s.frames.dropped;
+  const samples = kept.samples;
+  samples.push({ t: now, fps: s.fps, drops, p95: s.latency.p95 });
   while (samples.length && samples[0].t < now - HISTORY_S) samples.shift();
-  history.set(key, samples);
+  history.set(key, kept);
+  sc.canvas.dataset.history = String(kept.loaded);
   drawChart(sc, samples);
 }
 
@@ -242,9 +278,9 @@ function seriesOf(samples) {
   for (let i = 0; i < samples.length; i += 1) {
     const s = samples[i];
     const prev = samples[i - 1];
-    const dt = prev ? s.t - prev.t : 0;
+    const dt = prev ? s.t - prev.t : SAMPLE_S;
     out.fps.push([s.t, s.fps]);
-    out.drops.push([s.t, prev && dt > 0 ? Math.max(0, s.dropped - prev.dropped) / dt : 0]);
+    out.drops.push([s.t, dt > 0 ? s.drops / dt : 0]);
     out.p95.push([s.t, s.p95 === null || s.p95 === undefined ? 0 : s.p95 * 1000]);
   }
   return out;
@@ -257,6 +293,7 @@ function drawChart(sc, samples) {
   ctx.strokeStyle = "#ddd";
   ctx.strokeRect(0.5, 0.5, width - 1, height - 1);
   const now = Date.now() / 1000;
+  sc.canvas.dataset.points = String(samples.length); // what the tests read: points drawn per line
   const series = seriesOf(samples);
   const legend = [];
   for (const { key, label, color } of SERIES) {
