@@ -143,3 +143,22 @@ def test_latency_and_inference_times_as_histograms() -> None:
     cumulative = times.cumulative()
     assert len(cumulative) == len(api.RUN_TIME_EDGES) + 1 and cumulative[0] == 1 and cumulative[-1] == 3
     assert cumulative[-2] == 2 and times.total == pytest.approx(20.0205)
+
+
+def test_a_windows_latency_percentile_is_of_the_samples_since_its_snapshot() -> None:
+    """The history's p95 is of the frames written since the sample before, not of the whole run."""
+    latency = Latency()
+    for _ in range(100):
+        latency.add(0.010)
+    assert latency.percentile_since(None, 95) == pytest.approx(0.010, rel=0.02)
+    mark = latency.snapshot()
+    assert latency.percentile_since(mark, 95) is None  # nothing written since
+    for _ in range(10):
+        latency.add(0.500)
+    assert latency.percentile_since(mark, 95) == pytest.approx(0.500, rel=0.02)
+    assert latency.percentile(95) == pytest.approx(0.500, rel=0.02)  # 10 of 110: the run's p95 too
+    mark = latency.snapshot()
+    for _ in range(50):
+        latency.add(0.020)
+    assert latency.percentile_since(mark, 95) == pytest.approx(0.020, rel=0.02)
+    assert latency.percentile(95) == pytest.approx(0.500, rel=0.02)  # the run's still sees the slow ones

@@ -53,6 +53,26 @@ class Latency:
                 return min(_FLOOR * _RATIO**k, self.max)
         return self.max
 
+    def snapshot(self) -> dict[int, int]:
+        """The bins now (a copy): :meth:`percentile_since` a later one gives a window's percentile."""
+        return dict(self._bins)
+
+    def percentile_since(self, before: dict[int, int] | None, q: float) -> float | None:
+        """The ``q``-th percentile of the samples added since the :meth:`snapshot` ``before``
+        (None: since the start); None when none were added. The window's own max is unknown: the
+        bin's upper edge, at most the run's max."""
+        now = self.snapshot()
+        window = {k: n - (before or {}).get(k, 0) for k, n in now.items()}
+        count = sum(n for n in window.values() if n > 0)
+        if not count:
+            return None
+        rank, seen = max(1, math.ceil(q / 100 * count)), 0
+        for k in sorted(window):
+            seen += max(window[k], 0)
+            if seen >= rank:
+                return min(_FLOOR * _RATIO**k, self.max)
+        return self.max
+
     def buckets(self, edges: Sequence[float]) -> list[int]:
         """How many samples are at most each of ``edges`` (seconds, ascending): a histogram's
         cumulative counts. A sample counts by its bin's upper edge, so within 2 % of an edge it may

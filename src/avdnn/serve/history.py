@@ -2,11 +2,12 @@
 
 The service samples every source of its running pipelines on one thread of its own, once every
 :data:`INTERVAL` seconds (never per frame, never on a pipeline's threads): its state, fps now,
-the frames dropped since the sample before (all causes, and by cause), the latency p95 its status
-shows, and its frames read and written so far (the accounting's totals, so they never go back
-while its runs add up). Each source keeps its samples in a :class:`History`, a deque holding at
-most ``history`` seconds of them (the service's setting); a source that leaves takes its history
-with it. ``GET /api/pipelines/{id}/sources/{source}/history`` answers with it.
+the frames dropped since the sample before (all causes, and by cause), the latency p95 of the
+frames written since then (the status's p95 is over the whole run), and its frames read and
+written so far (the accounting's totals, so they never go back while its runs add up). Each
+source keeps its samples in a :class:`History`, a deque holding at most ``history`` of them (the
+service's setting); a source that leaves takes its history with it.
+``GET /api/pipelines/{id}/sources/{source}/history`` answers with it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class Sample:
     t: float
     state: str
     fps: float
-    #: latency p95 in seconds (the source's status's), None before its first frame out
+    #: latency p95 in seconds of the frames written since the sample before (None: none were)
     p95: float | None
     #: frames read and written so far, every run of the source
     read: int

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from avdnn import api
 from avdnn._util.redact import redact_text, redact_url
@@ -36,6 +36,9 @@ from avdnn.serve.config import ServeConfig
 from avdnn.serve.history import History
 from avdnn.serve.preview import PreviewFeed
 from avdnn.serve.watchdog import Watchdog
+
+if TYPE_CHECKING:
+    from avdnn.run.latency import Latency
 
 __all__ = ["STATES", "ServedSource"]
 
@@ -72,6 +75,8 @@ class ServedSource:
         self._scope = scope  # entered around each run on its thread (its events to the service's bus)
         self._lock = threading.Lock()
         self._out: api.RunningOutput | None = None
+        #: the running output's latency and its bins at the last sample (a window's p95)
+        self._lat_mark: tuple[Latency, dict[int, int]] | None = None
         self._started = 0
         self._totals = Totals()
         self._last_view: RunView | None = None
@@ -305,17 +310,28 @@ class ServedSource:
         """The run whose latency is shown: the one going on once it has some, else the last one."""
         return run if run is not None and run.latency_count else self._last_view
 
+    def _window_p95(self) -> float | None:
+        """The latency p95 of the frames written since the sample before (None: none were)."""
+        out = self._out
+        live = out.live if out is not None else None
+        if live is None:
+            return None
+        latency = live.stats.latency
+        before = self._lat_mark[1] if self._lat_mark is not None and self._lat_mark[0] is latency else None
+        p95 = latency.percentile_since(before, 95)
+        self._lat_mark = (latency, latency.snapshot())
+        return p95
+
     def sample(self, t: float) -> None:
         """One sample of it into its history (the service's sampler, once a second; its stop)."""
         with self._lock:  # read and kept under the one lock: the samples are in the order of the reads
             run = self._live()
             totals = self._totals.plus(run)
-            lat = self._latency_view(run)
             self.history.add(
                 t,
                 state=self._state_locked(time.monotonic()),
                 fps=self.fps(),
-                p95=None if lat is None else lat.p95,
+                p95=self._window_p95(),
                 read=totals.read,
                 written=totals.written,
                 dropped=totals.dropped,
