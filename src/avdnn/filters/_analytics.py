@@ -1,4 +1,5 @@
-"""What the zone, line and events filters share: option rows, a frame's time, class lists.
+"""What the zone, line and events filters share: option rows, a frame's time, class lists, and
+the counting filter (a zone's or a line's counter fed each frame's detections).
 
 A frame's time is its pts in seconds; a frame without pts counts at the stream's frame rate
 (the ``track`` filter's rule), so dwell times and cooldowns are stream time, not wall time: a
@@ -9,11 +10,15 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any, Protocol
 
-from avdnn.errors import InvalidArgumentError
+from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.events.geometry import ANCHOR_CONSTS, Points, anchor_name
+from avdnn.events.record import Event, FrameAnalytics, analytics_for
 from avdnn.events.tracks import DEFAULT_LOST
+from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
+from avdnn.media.detections import Detections
 from avdnn.media.frame import Frame
 
 ANCHOR = Option(
@@ -79,4 +84,72 @@ class FrameClock:
         return n / float(self.rate) if self.rate else n / 25.0
 
 
-__all__ = ["ANCHOR", "CLASSES", "LOST", "FrameClock", "anchor", "classes", "instance_name", "points"]
+class Counter(Protocol):
+    """A zone's or a line's counter (:mod:`avdnn.events.zones`, :mod:`avdnn.events.lines`)."""
+
+    def resize(self, width: int, height: int) -> None: ...
+
+    def update(
+        self,
+        det: Detections | None,
+        size: tuple[int, int],
+        time: float,
+        pts: int | None,
+        alive: frozenset[int] | None = None,
+    ) -> list[Event]: ...
+
+
+class CountingFilter(Filter):
+    """A filter that feeds each frame's detections to its :attr:`counter` and passes the frame on
+    with the frame's events and what :meth:`record` adds to its analytics side data."""
+
+    counter: Counter
+
+    def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
+        super().__init__(values, label=label)
+        self.clock = FrameClock()
+
+    def output_rate(self, in_rate: Fraction | None) -> Fraction | None:
+        self.clock.rate = in_rate
+        return in_rate
+
+    def configure(self, frame: Frame) -> None:
+        super().configure(frame)
+        try:
+            self.counter.resize(frame.width, frame.height)
+        except AvdnnError as exc:
+            raise exc.with_context(filter=self.label) from None
+
+    def filter(self, frame: Frame) -> list[Frame]:
+        time = self.clock(frame)
+        analytics = analytics_for(frame)
+        try:
+            events = self.counter.update(
+                frame.side_data.detections, (frame.width, frame.height), time, frame.pts, analytics.alive
+            )
+        except AvdnnError as exc:
+            raise exc.with_context(filter=self.label) from None
+        analytics.events.extend(events)
+        self.record(analytics)
+        return [frame]
+
+    def record(self, analytics: FrameAnalytics) -> None:
+        """Put the counter's state into the frame's analytics."""
+        raise NotImplementedError
+
+    def reports(self) -> list[Any]:
+        """What this stage adds to the run's accounting: the counter's counts."""
+        return [self.counter]
+
+
+__all__ = [
+    "ANCHOR",
+    "CLASSES",
+    "LOST",
+    "CountingFilter",
+    "FrameClock",
+    "anchor",
+    "classes",
+    "instance_name",
+    "points",
+]

@@ -13,19 +13,15 @@ Each frame leaves with the line's counts so far in its analytics side data and t
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any, ClassVar
 
-from avdnn.errors import AvdnnError
 from avdnn.events.lines import LineCounter
-from avdnn.events.record import analytics_for
+from avdnn.events.record import FrameAnalytics
 from avdnn.filters import _analytics as common
-from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
-from avdnn.media.frame import Frame
 
 
-class LineFilter(Filter):
+class LineFilter(common.CountingFilter):
     """Count tracked objects crossing a directed line; pass every frame on with the line's counts."""
 
     name: ClassVar[str] = "line"
@@ -38,6 +34,7 @@ class LineFilter(Filter):
         common.CLASSES,
         common.LOST,
     )
+    counter: LineCounter
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
         super().__init__(values, label=label)
@@ -50,35 +47,9 @@ class LineFilter(Filter):
             classes=common.classes(values.get("classes")),
             lost=float(values.get("lost", 1.0)),
         )
-        self.clock = common.FrameClock()
 
-    def output_rate(self, in_rate: Fraction | None) -> Fraction | None:
-        self.clock.rate = in_rate
-        return in_rate
-
-    def configure(self, frame: Frame) -> None:
-        super().configure(frame)
-        try:
-            self.counter.resize(frame.width, frame.height)
-        except AvdnnError as exc:
-            raise exc.with_context(filter=self.label) from None
-
-    def filter(self, frame: Frame) -> list[Frame]:
-        time = self.clock(frame)
-        analytics = analytics_for(frame)
-        try:
-            events = self.counter.update(
-                frame.side_data.detections, (frame.width, frame.height), time, frame.pts, analytics.alive
-            )
-        except AvdnnError as exc:
-            raise exc.with_context(filter=self.label) from None
-        analytics.events.extend(events)
+    def record(self, analytics: FrameAnalytics) -> None:
         analytics.lines[self.line_name] = self.counter.state()
-        return [frame]
-
-    def reports(self) -> list[Any]:
-        """What this stage adds to the run's accounting: the line's counts."""
-        return [self.counter]
 
 
 __all__ = ["LineFilter"]

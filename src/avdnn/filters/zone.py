@@ -14,19 +14,15 @@ the zone's final counts per class.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any, ClassVar
 
-from avdnn.errors import AvdnnError
-from avdnn.events.record import analytics_for
+from avdnn.events.record import FrameAnalytics
 from avdnn.events.zones import ZoneCounter
 from avdnn.filters import _analytics as common
-from avdnn.filters.base import Filter
 from avdnn.filters.options import INT_MAX, Option
-from avdnn.media.frame import Frame
 
 
-class ZoneFilter(Filter):
+class ZoneFilter(common.CountingFilter):
     """Count tracked objects in a polygon; pass every frame on with the zone's state."""
 
     name: ClassVar[str] = "zone"
@@ -40,6 +36,7 @@ class ZoneFilter(Filter):
         common.CLASSES,
         common.LOST,
     )
+    counter: ZoneCounter
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:
         super().__init__(values, label=label)
@@ -53,37 +50,11 @@ class ZoneFilter(Filter):
             classes=common.classes(values.get("classes")),
             lost=float(values.get("lost", 1.0)),
         )
-        self.clock = common.FrameClock()
 
-    def output_rate(self, in_rate: Fraction | None) -> Fraction | None:
-        self.clock.rate = in_rate
-        return in_rate
-
-    def configure(self, frame: Frame) -> None:
-        super().configure(frame)
-        try:
-            self.counter.resize(frame.width, frame.height)
-        except AvdnnError as exc:
-            raise exc.with_context(filter=self.label) from None
-
-    def filter(self, frame: Frame) -> list[Frame]:
-        time = self.clock(frame)
-        analytics = analytics_for(frame)
-        try:
-            events = self.counter.update(
-                frame.side_data.detections, (frame.width, frame.height), time, frame.pts, analytics.alive
-            )
-        except AvdnnError as exc:
-            raise exc.with_context(filter=self.label) from None
-        analytics.events.extend(events)
+    def record(self, analytics: FrameAnalytics) -> None:
         analytics.zones[self.zone_name] = self.counter.state()
         for tid in self.counter.inside():
             analytics.membership[tid] = (*analytics.membership.get(tid, ()), self.zone_name)
-        return [frame]
-
-    def reports(self) -> list[Any]:
-        """What this stage adds to the run's accounting: the zone's counts."""
-        return [self.counter]
 
 
 __all__ = ["ZoneFilter"]
