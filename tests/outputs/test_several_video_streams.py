@@ -28,11 +28,7 @@ CASES = {
     "vf_for_all": ["-map", "0:v", "-map", "0:v", "-vf", "vflip", "-filter:v:1", "hflip"],
     # one encoder thread: x264's bitrate mode with frame threads varies under load (in ffmpeg too)
     "ladder": [*("-map", "0:v", "-map", "0:v", "-c:v", "libx264", "-threads", "1"), *LADDER],
-    "codec_per_stream": [
-        *("-map", "0:v", "-map", "0:v", "-c:v:0", "libx264", "-c:v:1", "mpeg4", "-g", "12"),
-        "-threads",
-        "1",
-    ],
+    "codec_per_stream": ["-map", "0:v", "-map", "0:v", "-c:v:0", "libx264", "-c:v:1", "mpeg4", "-g", "12"],
     "with_audio": ["-map", "0:v", "-map", "0:a", "-map", "0:v", "-filter:v:1", "negate", "-t", "1"],
 }
 
