@@ -55,13 +55,22 @@ def clip_paths() -> tuple[dict[str, str], str | None]:
     return paths, None
 
 
-def run_ffmpeg(exe: str, args: Sequence[str], *, timeout: float = 60) -> Result:
-    """Run the oracle quietly; stdout as bytes."""
+#: libx264 reads heap memory it never wrote: its packets of a stream whose width is no multiple
+#: of 16 in bitrate mode change with glibc's perturb tunable, ffmpeg's own as much as ours. A fresh
+#: ffmpeg's heap holds zeros there, a long test process's whatever it freed before, so packets
+#: compared with ffmpeg's come from two processes whose every allocation starts zeroed (perturb
+#: byte 255: new chunks are filled with 0x00, freed ones with 0xff).
+ZEROED_HEAP = {"MALLOC_PERTURB_": "255", "GLIBC_TUNABLES": "glibc.malloc.perturb=255"}
+
+
+def run_ffmpeg(exe: str, args: Sequence[str], *, timeout: float = 60, zeroed: bool = False) -> Result:
+    """Run the oracle quietly; stdout as bytes (``zeroed``: with :data:`ZEROED_HEAP`)."""
     proc = subprocess.run(
         [exe, "-hide_banner", "-loglevel", "error", "-nostdin", *args],
         capture_output=True,
         timeout=timeout,
         check=False,
+        env={**os.environ, **ZEROED_HEAP} if zeroed else None,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
 
@@ -89,9 +98,12 @@ def run_cli(argv: Sequence[str]) -> Result:
     return Result(rc, data, err.getvalue())
 
 
-def run_cli_subprocess(argv: Sequence[str], *, timeout: float = 60) -> Result:
-    """Run ``python -m avdnn argv`` as a child process."""
-    proc = subprocess.run([sys.executable, "-m", "avdnn", *argv], capture_output=True, timeout=timeout, check=False)
+def run_cli_subprocess(argv: Sequence[str], *, timeout: float = 60, zeroed: bool = False) -> Result:
+    """Run ``python -m avdnn argv`` as a child process (``zeroed``: with :data:`ZEROED_HEAP`)."""
+    env = {**os.environ, **ZEROED_HEAP} if zeroed else None
+    proc = subprocess.run(
+        [sys.executable, "-m", "avdnn", *argv], capture_output=True, timeout=timeout, check=False, env=env
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
 
 

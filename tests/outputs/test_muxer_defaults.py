@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from outputs_util import hashes
-from spine_util import run_cli, run_ffmpeg
+from spine_util import run_cli, run_cli_subprocess, run_ffmpeg
 
 BITEXACT = ["-bitexact", "-g", "30"]  # keyframes each second, so a segmenter has places to cut
 
@@ -25,10 +25,11 @@ def _both(ffmpeg: str, tmp_path: Path, args: list[str], *, inputs: list[str]) ->
     for root, runner in zip(dirs, ("avdnn", "ffmpeg"), strict=True):
         (root / "sub").mkdir(parents=True)
         given = [a.replace("{out}", str(root)) for a in args]
+        # x264's packets depend on heap bytes it never wrote: two fresh, zeroed processes (spine_util)
         if runner == "avdnn":
-            res = run_cli(["-hide_banner", "-loglevel", "error", *inputs, *given])
+            res = run_cli_subprocess(["-hide_banner", "-loglevel", "error", *inputs, *given], zeroed=True)
         else:
-            res = run_ffmpeg(ffmpeg, [*inputs, *given])
+            res = run_ffmpeg(ffmpeg, [*inputs, *given], zeroed=True)
         rcs.append(res.rc)
     return dirs[0], dirs[1], rcs[0], rcs[1]
 
