@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/multistream.py                      # 4 streams, 3 rounds
     .venv/bin/python benchmarks/multistream.py --streams 4 --loops 2 --reps 3 --json out.json
     .venv/bin/python benchmarks/multistream.py --quick              # smoke: 2 streams, 1 round
+    .venv/bin/python benchmarks/multistream.py --batch 4,1          # the shared variant at batch 4 and at 1
+    .venv/bin/python benchmarks/multistream.py --variants shared --sleep 0,25 --src before=/tmp/b/src,after=src
 
 Every stream is a copy of carphone (176x144, 29.97 fps, 4 s; ``--loops`` more passes) read at
 its native rate (``-re``: a live input, so when the detector falls behind, the default drop
@@ -21,6 +23,13 @@ stream time), frames dropped by the
 live queue, p50/p95 latency from a frame leaving the decoder to its write (the streams' worst),
 peak RSS (summed over the processes), and wall time including model loading. The ratio that
 matters is shared / processes total fps (goal on 2 cores: at least 1.3).
+
+``CPU ms/f`` is the CPU time of the variant's processes per frame written in the steady window:
+the work, which the other helpers' load on this shared VM moves far less than the wall fps (the
+load average is printed per round). ``--sleep FIXED,PER_ITEM`` swaps the model for a backend that
+only waits ``FIXED + n * PER_ITEM`` ms per batch of n (benchmarks/sleepy.py): no CPU, so the
+shared engine's batching alone is measured, undisturbed; ``--src`` runs the shared variants once
+per tree of avdnn (a change side by side, interleaved).
 """
 
 from __future__ import annotations
@@ -55,6 +64,11 @@ def worker(streams: int, loops: int, shared: bool, backend: str, batch: int) -> 
     import avdnn
 
     detect = DETECT.format(backend=backend)
+    if os.environ.get("AVDNN_SLEEP"):  # --sleep: a backend that only waits (benchmarks/sleepy.py)
+        import sleepy
+
+        sleepy.register()
+        detect = f"dnn_detect=dnn_backend={sleepy.NAME}:model=sleep"
     chain = f"{detect}:model_instance=det:batch_size={batch or streams}{EXTRA}" if shared else detect
     path = clip()
     times: list[list[float]] = [[] for _ in range(streams)]
@@ -98,12 +112,15 @@ def worker(streams: int, loops: int, shared: bool, backend: str, batch: int) -> 
     return {"outputs": outs, "instances": list(report.instance_lines), "batch_sizes": sizes, "cpu": cpu}
 
 
-def _spawn(streams: int, loops: int, shared: bool, backend: str, batch: int = 0) -> subprocess.Popen[bytes]:
+def _spawn(
+    streams: int, loops: int, shared: bool, backend: str, batch: int = 0, src: str | None = None
+) -> subprocess.Popen[bytes]:
     argv = [sys.executable, str(Path(__file__)), "--worker", str(streams), "--loops", str(loops), "--backend", backend]
     argv += ["--batch", str(batch)]
     if shared:
         argv.append("--shared")
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, PYTHONPATH=src) if src else None  # another tree's avdnn (--src)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
 
 
 def _collect(proc: subprocess.Popen[bytes]) -> tuple[dict[str, Any], int]:
@@ -153,13 +170,16 @@ def steady_cpu_ms(times: list[list[float]], cpus: list[list[list[float]]]) -> fl
     return 1000 * spent / frames if frames else None
 
 
-def measure(variant: str, streams: int, loops: int, backend: str, batch: int = 0) -> dict[str, Any]:
+def measure(
+    variant: str, streams: int, loops: int, backend: str, batch: int = 0, src: str | None = None
+) -> dict[str, Any]:
     """One run of a variant: every stream's counts, the worst latency, summed peak RSS, wall."""
     start = time.perf_counter()
     if variant == "processes":
-        procs = [_spawn(1, loops, shared=False, backend=backend) for _ in range(streams)]
+        procs = [_spawn(1, loops, shared=False, backend=backend, src=src) for _ in range(streams)]
     else:
-        procs = [_spawn(streams, loops, shared=variant.startswith("shared"), backend=backend, batch=batch)]
+        shared = variant.startswith("shared")
+        procs = [_spawn(streams, loops, shared=shared, backend=backend, batch=batch, src=src)]
     results = [_collect(p) for p in procs]
     wall = time.perf_counter() - start
     outs = [o for data, _ in results for o in data["outputs"]]
@@ -203,6 +223,17 @@ def main() -> int:
         help="the shared instance's batch_size (0: --streams); several (4,1): one shared variant each, shared_b4...",
     )
     ap.add_argument("--variants", default=",".join(VARIANTS), help="which to run (comma-separated)")
+    ap.add_argument(
+        "--sleep",
+        default="",
+        help="FIXED_MS,PER_ITEM_MS: a backend that only waits that long per batch (the engine's scheduling alone)",
+    )
+    ap.add_argument(
+        "--src",
+        default="",
+        help="LABEL=PATH,...: the shared variants once per tree of avdnn's src (a change side by side, "
+        "e.g. before=/tmp/before/src,after=src); the others run the last",
+    )
     ap.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--shared", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -211,22 +242,28 @@ def main() -> int:
         return 0
     if args.quick:
         args.streams, args.loops, args.reps = 2, 0, 1
+    if args.sleep:
+        os.environ["AVDNN_SLEEP"] = args.sleep  # the workers inherit it
     batches = [int(b) or args.streams for b in args.batch.split(",")]
     wanted = args.variants.split(",")
-    chosen: list[tuple[str, int]] = []  # (variant, the shared instance's batch_size)
+    trees = [t.partition("=")[::2] for t in args.src.split(",")] if args.src else [("", "")]
+    chosen: list[tuple[str, int, str | None]] = []  # (variant, the shared instance's batch_size, tree)
     for v in VARIANTS:
         if v not in wanted:
             continue
         if v == "shared":
-            chosen += [("shared" if len(batches) == 1 else f"shared_b{b}", b) for b in batches]
+            for label, tree in trees:
+                name = "shared" if len(batches) == 1 else "shared_b{}"
+                name += f"@{label}" if len(trees) > 1 else ""
+                chosen += [(name.format(b), b, os.path.abspath(tree) if tree else None) for b in batches]
         else:
-            chosen.append((v, 0))
-    rows: dict[str, list[dict[str, Any]]] = {v: [] for v, _ in chosen}
+            chosen.append((v, 0, os.path.abspath(trees[-1][1]) if trees[-1][1] else None))
+    rows: dict[str, list[dict[str, Any]]] = {v: [] for v, _, _ in chosen}
     load = [os.getloadavg()[0]]
     for rep in range(args.reps):
         k = rep % len(chosen)
-        for variant, batch in chosen[k:] + chosen[:k]:  # interleaved: each variant leads once
-            rows[variant].append(measure(variant, args.streams, args.loops, args.backend, batch))
+        for variant, batch, tree in chosen[k:] + chosen[:k]:  # interleaved: each variant leads once
+            rows[variant].append(measure(variant, args.streams, args.loops, args.backend, batch, tree))
             print(f"round {rep + 1} {variant}: {json.dumps(_brief(rows[variant][-1]))}", file=sys.stderr)
         load.append(os.getloadavg()[0])
     keys = ("total_fps", "cpu_ms", "overall_fps", "dropped", "p50_ms", "p95_ms", "peak_rss_mb", "wall_s")
@@ -235,10 +272,10 @@ def main() -> int:
     print(f"{args.streams} live streams of carphone (x{args.loops + 1}), {detect}, {os.cpu_count()} CPUs")
     print("load average (1 min) before and after each round: " + ", ".join(f"{x:.2f}" for x in load))
     heads = ("total fps", "CPU ms/f", "overall", "dropped", "p50 ms", "p95 ms", "RSS MB", "wall s")
-    print(f"{'variant':<10} " + " ".join(f"{h:>9}" for h in heads))
+    print(f"{'variant':<16} " + " ".join(f"{h:>9}" for h in heads))
     for v in rows:
         t = table[v]
-        print(f"{v:<10} " + " ".join(f"{t[k]:9.1f}" if t[k] is not None else f"{'-':>9}" for k in keys))
+        print(f"{v:<16} " + " ".join(f"{t[k]:9.1f}" if t[k] is not None else f"{'-':>9}" for k in keys))
     ratios: dict[str, float] = {}
     for v in rows:
         if not v.startswith("shared"):
