@@ -268,7 +268,7 @@ def main() -> int:
         load.append(os.getloadavg()[0])
     keys = ("total_fps", "cpu_ms", "overall_fps", "dropped", "p50_ms", "p95_ms", "peak_rss_mb", "wall_s")
     table = {v: {k: _median(rows[v], k) for k in keys} for v in rows}
-    detect = DETECT.format(backend=args.backend)
+    detect = DETECT.format(backend=args.backend) if not args.sleep else f"a backend sleeping {args.sleep} ms"
     print(f"{args.streams} live streams of carphone (x{args.loops + 1}), {detect}, {os.cpu_count()} CPUs")
     print("load average (1 min) before and after each round: " + ", ".join(f"{x:.2f}" for x in load))
     heads = ("total fps", "CPU ms/f", "overall", "dropped", "p50 ms", "p95 ms", "RSS MB", "wall s")
