@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/multistream.py                      # 4 streams, 3 rounds
     .venv/bin/python benchmarks/multistream.py --streams 4 --loops 2 --reps 3 --json out.json
     .venv/bin/python benchmarks/multistream.py --quick              # smoke: 2 streams, 1 round
+    .venv/bin/python benchmarks/multistream.py --batch 4,1          # the shared variant at batch 4 and at 1
+    .venv/bin/python benchmarks/multistream.py --variants shared --sleep 0,25 --src before=/tmp/b/src,after=src
 
 Every stream is a copy of carphone (176x144, 29.97 fps, 4 s; ``--loops`` more passes) read at
 its native rate (``-re``: a live input, so when the detector falls behind, the default drop
@@ -21,6 +23,13 @@ stream time), frames dropped by the
 live queue, p50/p95 latency from a frame leaving the decoder to its write (the streams' worst),
 peak RSS (summed over the processes), and wall time including model loading. The ratio that
 matters is shared / processes total fps (goal on 2 cores: at least 1.3).
+
+``CPU ms/f`` is the CPU time of the variant's processes per frame written in the steady window:
+the work, which the other helpers' load on this shared VM moves far less than the wall fps (the
+load average is printed per round). ``--sleep FIXED,PER_ITEM`` swaps the model for a backend that
+only waits ``FIXED + n * PER_ITEM`` ms per batch of n (benchmarks/sleepy.py): no CPU, so the
+shared engine's batching alone is measured, undisturbed; ``--src`` runs the shared variants once
+per tree of avdnn (a change side by side, interleaved).
 """
 
 from __future__ import annotations
@@ -55,12 +64,23 @@ def worker(streams: int, loops: int, shared: bool, backend: str, batch: int) -> 
     import avdnn
 
     detect = DETECT.format(backend=backend)
+    if os.environ.get("AVDNN_SLEEP"):  # --sleep: a backend that only waits (benchmarks/sleepy.py)
+        import sleepy
+
+        sleepy.register()
+        detect = f"dnn_detect=dnn_backend={sleepy.NAME}:model=sleep"
     chain = f"{detect}:model_instance=det:batch_size={batch or streams}{EXTRA}" if shared else detect
     path = clip()
     times: list[list[float]] = [[] for _ in range(streams)]
+    cpu: list[tuple[float, float]] = []  # (monotonic, this process's CPU seconds) at every write
 
     def stamp(k: int) -> Any:
-        return lambda stats, frame: times[k].append(time.monotonic())
+        def tick(stats: Any, frame: Any) -> None:
+            now = time.monotonic()
+            times[k].append(now)
+            cpu.append((now, time.process_time()))
+
+        return tick
 
     jobs = [
         avdnn.Job(
@@ -88,15 +108,19 @@ def worker(streams: int, loops: int, shared: bool, backend: str, batch: int) -> 
                 "times": times[len(outs)],
             }
         )
-    return {"outputs": outs, "instances": list(report.instance_lines)}
+    sizes = [list(r.batch_sizes) for r in report.instances]
+    return {"outputs": outs, "instances": list(report.instance_lines), "batch_sizes": sizes, "cpu": cpu}
 
 
-def _spawn(streams: int, loops: int, shared: bool, backend: str, batch: int = 0) -> subprocess.Popen[bytes]:
+def _spawn(
+    streams: int, loops: int, shared: bool, backend: str, batch: int = 0, src: str | None = None
+) -> subprocess.Popen[bytes]:
     argv = [sys.executable, str(Path(__file__)), "--worker", str(streams), "--loops", str(loops), "--backend", backend]
     argv += ["--batch", str(batch)]
     if shared:
         argv.append("--shared")
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, PYTHONPATH=src) if src else None  # another tree's avdnn (--src)
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
 
 
 def _collect(proc: subprocess.Popen[bytes]) -> tuple[dict[str, Any], int]:
@@ -110,33 +134,62 @@ def _collect(proc: subprocess.Popen[bytes]) -> tuple[dict[str, Any], int]:
     return json.loads(out.decode().strip().splitlines()[-1]), usage.ru_maxrss
 
 
-def steady_fps(times: list[list[float]]) -> float | None:
-    """Frames written per second, summed over the streams, while every stream was running: from
-    the latest first write to the earliest last one (model loading and the streams' staggered
-    starts and ends left out)."""
+def steady_window(times: list[list[float]]) -> tuple[float, float] | None:
+    """While every stream was running: from the latest first write to the earliest last one
+    (model loading and the streams' staggered starts and ends left out)."""
     if not times or any(len(t) < 2 for t in times):
         return None
     start, end = max(t[0] for t in times), min(t[-1] for t in times)
     if end - start < 1.0:
         return None  # the streams hardly overlapped: no steady state to measure
+    return start, end
+
+
+def steady_fps(times: list[list[float]]) -> float | None:
+    """Frames written per second, summed over the streams, in the steady window."""
+    window = steady_window(times)
+    if window is None:
+        return None
+    start, end = window
     return sum(sum(1 for x in t if start <= x <= end) for t in times) / (end - start)
 
 
-def measure(variant: str, streams: int, loops: int, backend: str, batch: int = 0) -> dict[str, Any]:
+def steady_cpu_ms(times: list[list[float]], cpus: list[list[list[float]]]) -> float | None:
+    """CPU milliseconds per frame written in the steady window, every process of the variant
+    summed (what another process's load moves least: the work, not the wall time)."""
+    window = steady_window(times)
+    if window is None:
+        return None
+    start, end = window
+    spent = 0.0
+    for samples in cpus:
+        inside = [c for t, c in samples if start <= t <= end]
+        if len(inside) >= 2:
+            spent += inside[-1] - inside[0]
+    frames = sum(sum(1 for x in t if start <= x <= end) for t in times)
+    return 1000 * spent / frames if frames else None
+
+
+def measure(
+    variant: str, streams: int, loops: int, backend: str, batch: int = 0, src: str | None = None
+) -> dict[str, Any]:
     """One run of a variant: every stream's counts, the worst latency, summed peak RSS, wall."""
     start = time.perf_counter()
     if variant == "processes":
-        procs = [_spawn(1, loops, shared=False, backend=backend) for _ in range(streams)]
+        procs = [_spawn(1, loops, shared=False, backend=backend, src=src) for _ in range(streams)]
     else:
-        procs = [_spawn(streams, loops, shared=variant == "shared", backend=backend, batch=batch)]
+        shared = variant.startswith("shared")
+        procs = [_spawn(streams, loops, shared=shared, backend=backend, batch=batch, src=src)]
     results = [_collect(p) for p in procs]
     wall = time.perf_counter() - start
     outs = [o for data, _ in results for o in data["outputs"]]
     stream_time = CLIP_SECONDS * (loops + 1)
     p50 = [o["latency"]["p50"] for o in outs if o["latency"]["p50"] is not None]
     p95 = [o["latency"]["p95"] for o in outs if o["latency"]["p95"] is not None]
+    times = [o["times"] for o in outs]
     return {
-        "total_fps": steady_fps([o["times"] for o in outs]),
+        "total_fps": steady_fps(times),
+        "cpu_ms": steady_cpu_ms(times, [data["cpu"] for data, _ in results]),
         "overall_fps": sum(o["written"] for o in outs) / stream_time,
         "written": sum(o["written"] for o in outs),
         "read": sum(o["read"] for o in outs),
@@ -146,6 +199,8 @@ def measure(variant: str, streams: int, loops: int, backend: str, batch: int = 0
         "peak_rss_mb": sum(rss for _, rss in results) / 1024,
         "wall_s": wall,
         "instances": [line for data, _ in results for line in data["instances"]],
+        #: per shared instance, its batches by size (element n - 1: batches of n)
+        "batch_sizes": [sizes for data, _ in results for sizes in data["batch_sizes"]],
     }
 
 
@@ -162,46 +217,84 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="2 streams, no loop, 1 round")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--backend", default="openvino", help="tensorflow or openvino (the zoo model's two)")
-    ap.add_argument("--batch", type=int, default=0, help="the shared instance's batch_size (default: --streams)")
+    ap.add_argument(
+        "--batch",
+        default="0",
+        help="the shared instance's batch_size (0: --streams); several (4,1): one shared variant each, shared_b4...",
+    )
     ap.add_argument("--variants", default=",".join(VARIANTS), help="which to run (comma-separated)")
+    ap.add_argument(
+        "--sleep",
+        default="",
+        help="FIXED_MS,PER_ITEM_MS: a backend that only waits that long per batch (the engine's scheduling alone)",
+    )
+    ap.add_argument(
+        "--src",
+        default="",
+        help="LABEL=PATH,...: the shared variants once per tree of avdnn's src (a change side by side, "
+        "e.g. before=/tmp/before/src,after=src); the others run the last",
+    )
     ap.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--shared", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.loops, args.shared, args.backend, args.batch)))
+        print(json.dumps(worker(args.worker, args.loops, args.shared, args.backend, int(args.batch))))
         return 0
     if args.quick:
         args.streams, args.loops, args.reps = 2, 0, 1
-    chosen = tuple(v for v in VARIANTS if v in args.variants.split(","))
-    rows: dict[str, list[dict[str, Any]]] = {v: [] for v in chosen}
+    if args.sleep:
+        os.environ["AVDNN_SLEEP"] = args.sleep  # the workers inherit it
+    batches = [int(b) or args.streams for b in args.batch.split(",")]
+    wanted = args.variants.split(",")
+    trees = [t.partition("=")[::2] for t in args.src.split(",")] if args.src else [("", "")]
+    chosen: list[tuple[str, int, str | None]] = []  # (variant, the shared instance's batch_size, tree)
+    for v in VARIANTS:
+        if v not in wanted:
+            continue
+        if v == "shared":
+            for label, tree in trees:
+                name = "shared" if len(batches) == 1 else "shared_b{}"
+                name += f"@{label}" if len(trees) > 1 else ""
+                chosen += [(name.format(b), b, os.path.abspath(tree) if tree else None) for b in batches]
+        else:
+            chosen.append((v, 0, os.path.abspath(trees[-1][1]) if trees[-1][1] else None))
+    rows: dict[str, list[dict[str, Any]]] = {v: [] for v, _, _ in chosen}
+    load = [os.getloadavg()[0]]
     for rep in range(args.reps):
         k = rep % len(chosen)
-        for variant in chosen[k:] + chosen[:k]:  # interleaved: each variant leads once
-            rows[variant].append(measure(variant, args.streams, args.loops, args.backend, args.batch))
-            print(f"round {rep + 1} {variant}: {json.dumps(rows[variant][-1])}", file=sys.stderr)
-    keys = ("total_fps", "overall_fps", "dropped", "p50_ms", "p95_ms", "peak_rss_mb", "wall_s")
-    table = {v: {k: _median(rows[v], k) for k in keys} for v in chosen}
-    detect = DETECT.format(backend=args.backend)
+        for variant, batch, tree in chosen[k:] + chosen[:k]:  # interleaved: each variant leads once
+            rows[variant].append(measure(variant, args.streams, args.loops, args.backend, batch, tree))
+            print(f"round {rep + 1} {variant}: {json.dumps(_brief(rows[variant][-1]))}", file=sys.stderr)
+        load.append(os.getloadavg()[0])
+    keys = ("total_fps", "cpu_ms", "overall_fps", "dropped", "p50_ms", "p95_ms", "peak_rss_mb", "wall_s")
+    table = {v: {k: _median(rows[v], k) for k in keys} for v in rows}
+    detect = DETECT.format(backend=args.backend) if not args.sleep else f"a backend sleeping {args.sleep} ms"
     print(f"{args.streams} live streams of carphone (x{args.loops + 1}), {detect}, {os.cpu_count()} CPUs")
-    heads = ("total fps", "overall", "dropped", "p50 ms", "p95 ms", "RSS MB", "wall s")
-    print(f"{'variant':<10} " + " ".join(f"{h:>9}" for h in heads))
-    for v in chosen:
+    print("load average (1 min) before and after each round: " + ", ".join(f"{x:.2f}" for x in load))
+    heads = ("total fps", "CPU ms/f", "overall", "dropped", "p50 ms", "p95 ms", "RSS MB", "wall s")
+    print(f"{'variant':<16} " + " ".join(f"{h:>9}" for h in heads))
+    for v in rows:
         t = table[v]
-        print(f"{v:<10} " + " ".join(f"{t[k]:9.1f}" if t[k] is not None else f"{'-':>9}" for k in keys))
-    shared, inst, procs = (table[v]["total_fps"] or 0.0 if v in table else 0.0 for v in VARIANTS)
-    ratios = {
-        "shared_vs_processes": shared / procs if procs else 0.0,
-        "shared_vs_instances": shared / inst if inst else 0.0,
-    }
-    if shared and procs:
-        print(f"shared / processes total fps: {ratios['shared_vs_processes']:.2f} (goal >= 1.3)")
-    if shared and inst:
-        print(f"shared / instances total fps: {ratios['shared_vs_instances']:.2f}")
-    for line in rows["shared"][-1]["instances"] if "shared" in rows else ():
-        print(line)
+        print(f"{v:<16} " + " ".join(f"{t[k]:9.1f}" if t[k] is not None else f"{'-':>9}" for k in keys))
+    ratios: dict[str, float] = {}
+    for v in rows:
+        if not v.startswith("shared"):
+            continue
+        for other in ("processes", "instances"):
+            mine, theirs = table[v]["total_fps"], table.get(other, {}).get("total_fps")
+            if mine and theirs:
+                ratios[f"{v}_vs_{other}"] = mine / theirs
+                print(f"{v} / {other} total fps: {mine / theirs:.2f}")
+        for line, sizes in zip(rows[v][-1]["instances"], rows[v][-1]["batch_sizes"], strict=False):
+            print(f"{v}: {line}; batches of 1, 2...: {sizes}")
     if args.json is not None:
-        args.json.write_text(json.dumps({"rounds": rows, "medians": table, "ratios": ratios}, indent=2))
+        doc = {"rounds": rows, "medians": table, "ratios": ratios, "load": load}
+        args.json.write_text(json.dumps(doc, indent=2))
     return 0
+
+
+def _brief(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 2) if isinstance(v, float) else v for k, v in row.items() if k != "instances"}
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -59,3 +61,53 @@ def test_multistream_benchmark_quick_runs(tmp_path: Path) -> None:
     assert row["read"] == 240 and row["written"] + row["dropped"] == row["read"]  # every frame accounted for
     assert row["instances"][0].startswith("model_instance det: 2 streams, ")
     assert "model_instance det: 2 streams" in proc.stdout
+
+
+def _quick(script: str, out: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", "--json", str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def test_batch_scaling_quick_runs(tmp_path: Path) -> None:
+    """The raw OpenVINO batch-vs-singles loop (benchmarks/batch_scaling.py --quick)."""
+    pytest.importorskip("openvino")
+    out = tmp_path / "scaling.json"
+    proc = _quick("batch_scaling.py", out)
+    doc = json.loads(out.read_text())
+    assert set(doc["medians"]) == {"176x144 nireq=2 batch=1", "176x144 nireq=2 batch=2"}
+    assert all(m["fps"] > 0 and m["cpu_ms"] > 0 for m in doc["medians"].values())
+    assert "batch 2/1: fps" in proc.stdout
+
+
+def test_serve_density_quick_runs(tmp_path: Path) -> None:
+    """One camera into ``avdnn serve`` and into an ``avdnn`` process (benchmarks/serve_density.py --quick)."""
+    for name in ("fastapi", "uvicorn", "prometheus_client", "httpx", "openvino"):
+        pytest.importorskip(name)
+    out = tmp_path / "density.json"
+    proc = _quick("serve_density.py", out)
+    doc = json.loads(out.read_text())
+    rows = {r["variant"]: r for r in doc["rows"]}
+    assert set(rows) == {"service", "processes"} and all(r["sources"] == 1 for r in rows.values())
+    assert rows["service"]["balanced"] and sum(rows["service"]["batch_sizes"]) > 0
+    assert all(r["read_fps"] > 0 and "cam1" in r["per_source"] for r in rows.values())
+    assert "sources held" in proc.stdout
+
+
+def test_serve_soak_quick_runs_and_accounts_for_every_frame(tmp_path: Path) -> None:
+    """Two cameras into one shared instance, sampled, then deleted and checked (benchmarks/serve_soak.py --quick)."""
+    for name in ("fastapi", "uvicorn", "prometheus_client", "httpx", "openvino"):
+        pytest.importorskip(name)
+    out = tmp_path / "soak.json"
+    proc = _quick("serve_soak.py", out)
+    doc = json.loads(out.read_text())
+    assert doc["problems"] == [] and len(doc["samples"]) >= 3
+    assert {s["id"] for s in doc["final"]["sources"]} == {"cam1", "cam2"}
+    assert all(s["frames"]["read"] > 0 for s in doc["final"]["sources"])
+    assert "every frame accounted, counters equal" in proc.stdout

@@ -92,6 +92,7 @@ def test_batches_mix_streams_and_each_gets_its_own_results_in_order() -> None:
         (report,) = scope.reports()
         assert (report.name, report.streams, report.inferences, report.batches) == ("x", ("a", "b"), 16, 4)
         assert report.mixed_batches == 4
+        assert report.batch_sizes == (0, 0, 0, 4)  # batches by size: four of 4
         assert (
             report.line()
             == "model_instance x: 2 streams, 16 inferences in 4 batches (4.00 per batch, 4 with several streams)"

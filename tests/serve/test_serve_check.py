@@ -121,6 +121,8 @@ def test_cameras_join_and_leave_a_shared_detector_and_the_accounting_holds(
         streams = [s.split(":")[0] for s in inst["streams"]]
         assert sorted(streams[:2]) == ["cam1", "cam2"] and streams[2] == "cam3"  # the third joined last
         assert inst["mixed_batches"] > 0 and inst["mean_batch"] > 1
+        assert sum(inst["batch_sizes"]) == inst["batches"]  # batches by size: every batch counted once
+        assert sum((n + 1) * k for n, k in enumerate(inst["batch_sizes"])) == inst["inferences"]
         for sid in ("cam1", "cam2", "cam3"):
             row = source(st, sid)
             assert row["fps"] > 0 and row["latency"]["p95"] is not None and row["cause"] is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from avdnn._util.redact import redact_url
+from avdnn.dnn import InstanceReport
 from avdnn.errors import AvdnnError
 from avdnn.run.stats import RunStats
 
@@ -64,6 +65,8 @@ class MultiRunStats:
     outputs: list[OutputResult] = field(default_factory=list)
     #: Lines about models shared across the outputs' chains (``model_instance``), for the summary.
     instance_lines: list[str] = field(default_factory=list)
+    #: The same models' reports (streams, batches by size, the backend's time per batch).
+    instances: list[InstanceReport] = field(default_factory=list)
 
     def __getitem__(self, index: int) -> RunStats | None:
         return self.outputs[index].stats

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from avdnn._util.joins import OwnedThread
 from avdnn._util.redact import redact_url
-from avdnn.dnn.shared import InstanceScope
+from avdnn.dnn.shared import InstanceScope, format_report
 from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.media.frame import Frame
 from avdnn.media.input.live import is_network
@@ -78,7 +78,8 @@ def run_outputs(requests: Sequence[RunRequest]) -> MultiRunStats:
                 for result in stats.outputs:
                     if not result.ended:  # blocked in its input (a listening socket, a read within its bound)
                         result.interrupted = True
-        stats.instance_lines = scope.summary(labels=True)
+        stats.instances = scope.reports()
+        stats.instance_lines = [format_report(r, labels=True) for r in stats.instances]
     if bugs:
         with contextlib.suppress(AttributeError, TypeError):
             setattr(bugs[0], "stats", stats)  # noqa: B010 - the CLI prints them under the traceback
@@ -255,7 +256,8 @@ class ParallelFrames:
                 if not thread.join(what=f"source #{k} ({result.describe_inputs()})") and result.error is None:
                     result.interrupted = True
             self._context.run(self._scope.__exit__, None, None, None)
-            self.stats.instance_lines = self._scope.summary(labels=True)
+            self.stats.instances = self._scope.reports()
+            self.stats.instance_lines = [format_report(r, labels=True) for r in self.stats.instances]
 
     def close(self) -> None:
         """Stop early: every source's chain and input are closed."""

@@ -276,6 +276,7 @@ def instance_status(report: api.InstanceReport) -> dict[str, Any]:
         "batches": report.batches,
         "mean_batch": round(report.mean_batch, 3),
         "mixed_batches": report.mixed_batches,
+        "batch_sizes": list(report.batch_sizes),
         "reruns": report.reruns,
         "failures": report.failures,
         "inference_seconds": round(report.run_times.total, 6),

@@ -86,11 +86,18 @@ class SharedEngine(Engine):
         self.inferences = 0
         self.reruns = 0
         self.mixed = 0
+        #: batches dispatched, by their size: ``sizes[n]`` batches of n items (index 0 unused)
+        self.sizes = [0] * (self.batch_size + 1)
 
     def counters(self) -> tuple[int, int, int, int]:
         """(inferences, batches, reruns, mixed batches), read together."""
         with self._cond:
             return self.inferences, self.stats.batches, self.reruns, self.mixed
+
+    def batch_sizes(self) -> tuple[int, ...]:
+        """Batches dispatched by size: element ``n - 1`` counts the batches of ``n`` items."""
+        with self._cond:
+            return tuple(self.sizes[1:])
 
     def run_times(self) -> RunTimes:
         """A copy of the backend's time per batch run so far."""
@@ -287,6 +294,7 @@ class SharedEngine(Engine):
                 del self._groups[key]
             req, batch_no = self._bind(items)
             self.inferences += n
+            self.sizes[n] += 1
             if len({item.task.stream for item in items if item.task is not None}) > 1:
                 self.mixed += 1
         self._launch(req, items, batch_no, in_flush=in_flush)

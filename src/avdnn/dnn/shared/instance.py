@@ -59,6 +59,8 @@ class InstanceReport:
     mixed_batches: int = 0
     #: the backend's time per batch run, as a histogram (avdnn.dnn.tasks.RunTimes)
     run_times: RunTimes = field(default_factory=RunTimes)
+    #: batches by size: element ``n - 1`` counts the batches of ``n`` inferences
+    batch_sizes: tuple[int, ...] = ()
 
     @property
     def mean_batch(self) -> float:
@@ -207,11 +209,11 @@ class SharedInstance:
         if self.final is not None:
             return self.final
         inferences, batches, reruns, mixed = self.engine.counters()
-        times = self.engine.run_times()
+        times, sizes = self.engine.run_times(), self.engine.batch_sizes()
         with self.lock:
             failures = sum(c.failures for c in self._clients)
             streams = tuple(self.labels)
-        return InstanceReport(self.name, streams, inferences, batches, failures, reruns, mixed, times)
+        return InstanceReport(self.name, streams, inferences, batches, failures, reruns, mixed, times, sizes)
 
 
 class SharedModel(DnnModel):
