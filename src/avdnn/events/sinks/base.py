@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -188,6 +189,13 @@ class Backlog:
                 self.sink.stats.dropped[BUFFER_FULL] += 1
             self.items.append(message)
             self.ready.notify_all()
+
+    def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the sink's thread to deliver what the sink holds (at close)."""
+        deadline = time.monotonic() + timeout
+        with self.ready:
+            while self.sink.held() and (left := deadline - time.monotonic()) > 0:
+                self.ready.wait(min(0.1, left))
 
     def drop_all(self, cause: str) -> int:
         """Count everything still waiting as dropped (call under the lock)."""

@@ -24,7 +24,6 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-import time
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
@@ -242,12 +241,10 @@ class MqttSink(Sink):
 
     def close(self) -> None:
         ready = self.backlog.ready
-        deadline = time.monotonic() + self.flush_timeout
         with ready:
             self._closing = True
             ready.notify_all()
-            while self.held() and time.monotonic() < deadline:
-                ready.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            self.backlog.drain(self.flush_timeout)
             self._stop = True
             ready.notify_all()
         self._worker.join(timeout=5.0)  # it is at most in one publish call

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import threading
-import time
 import urllib.error
 import urllib.request
 from typing import ClassVar
@@ -160,12 +159,10 @@ class WebhookSink(Sink):
 
     def close(self) -> None:
         ready = self.backlog.ready
-        deadline = time.monotonic() + self.flush_timeout
         with ready:
             self._closing = True
             ready.notify_all()
-            while self.held() and time.monotonic() < deadline:
-                ready.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            self.backlog.drain(self.flush_timeout)
         self._stop.set()
         self._worker.join(timeout=self.timeout + 1.0)
         with ready:
