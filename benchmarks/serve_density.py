@@ -104,7 +104,7 @@ def _sources(status: dict[str, Any]) -> dict[str, dict[str, int]]:
 
 
 def chain(args: argparse.Namespace) -> str:
-    """The chain every variant runs: the SSD, on every frame or at ``--detect-fps``."""
+    """The chain every variant runs: the SSD, on every frame, at ``--detect-fps`` or every ``--detect-step``th frame."""
     if args.detect_step:
         return f"framestep={args.detect_step}," + K.DETECT
     return (f"fps={args.detect_fps:g}," if args.detect_fps else "") + K.DETECT
@@ -201,7 +201,7 @@ def run_processes(n: int, args: argparse.Namespace, rate: float) -> dict[str, An
     for k, (x, y) in enumerate(zip(a, b, strict=True)):
         assert x is not None and y is not None
         written, dropped, span = y[1] - x[1], y[2] - x[2], y[0] - x[0]
-        # with --detect-fps the fps filter's drops are not on the status line: the camera's offer stands for the read
+        # a thinning filter's drops are not on the status line: the camera's offer stands for the read
         read = round(rate * span) if detect_rate(args, rate) else written + dropped
         row = _row(read, written, span)
         row.update(dropped_n=dropped, drop_share=dropped / max(read, 1), p95_ms=None)
