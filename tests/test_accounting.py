@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -226,36 +228,48 @@ def test_ctrl_c_books_balance_unless_a_stage_lost_frames(
         assert stats.check(), stats.summary()
 
 
+def _signal_state(pid: int) -> str:
+    """The child's signal masks as the kernel has them (pending, blocked, ignored, caught)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return " ".join(
+                line.strip() for line in f if line.startswith(("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))
+            )
+    except OSError:
+        return "(no /proc status: the process had ended)"
+
+
 def test_ctrl_c_finishes_the_output_and_exits_255(tmp_path: Path) -> None:
+    """The signal is sent once the run's status line shows frames written (not on the output's size:
+    a muxer writes in chunks of its own), over a source with no end, so only the signal ends it."""
     out = tmp_path / "interrupted.mkv"
-    cmd = [
-        sys.executable,
-        "-m",
-        "avdnn",
-        "-hide_banner",
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=s=640x360:d=120",
-        "-vf",
-        "gblur=sigma=8",
-        "-c:v",
-        "ffv1",
-        str(out),
-    ]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    cmd = [sys.executable, "-m", "avdnn", "-hide_banner", "-f", "lavfi", "-i", "testsrc2=s=640x360"]
+    cmd += ["-vf", "gblur=sigma=8", "-c:v", "ffv1", str(out)]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: proc.stderr.read1(4096), b"")), daemon=True)
+    reader.start()
+    signalled = "(not signalled)"
     try:
         deadline = time.monotonic() + 60
-        while (not out.exists() or out.stat().st_size < 20_000) and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()[1]
+        while time.monotonic() < deadline:
+            shown = re.findall(rb"frame=\s*(\d+)", b"".join(chunks))
+            if shown and int(shown[-1]) >= 25:
+                break
+            assert proc.poll() is None, b"".join(chunks).decode(errors="replace")
             time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        signalled = _signal_state(proc.pid)
+        proc.wait(timeout=60)
     finally:  # a run that did not end is ended, and its pipe closed: nothing leaks into the next test
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
-    assert proc.returncode == 255, err
+            proc.wait()
+        reader.join(10)
+        proc.stderr.close()
+    err = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 255, f"{signalled}\n{err[-3000:]}"
     assert "Exiting normally, received signal 2." in err
     assert "frames: read" in err and "Traceback" not in err
     import av

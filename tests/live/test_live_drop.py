@@ -131,8 +131,11 @@ def test_live_drop_given_for_a_file_applies_to_it(
     assert stats.check(), stats.violations()
     rows = framemd5_rows(out)
     assert _subsequence([h for _, h in rows], frame_hashes(ffmpeg, served["b"]))
-    pts = {p for p, _ in rows}  # newest over a file read as fast as it decodes: the first 3 survive, the last goes
-    assert set(range(3)) <= pts and 29 not in pts, sorted(pts)
+    # newest over a file read as fast as it decodes: the queue's first 2 survive (it starts empty) and
+    # the last goes (it arrives at a full queue); the frame the filter takes first is the 3rd only
+    # when the filter took frame 0 before frame 2 arrived, which a loaded machine does not promise
+    pts = {p for p, _ in rows}
+    assert {0, 1} <= pts and 29 not in pts, sorted(pts)
 
 
 def test_waifu2x_slower_than_real_time_drops_and_counts(ffmpeg: str, served: dict[str, Path], tmp_path: Path) -> None:
