@@ -240,8 +240,8 @@ def _signal_state(pid: int) -> str:
 
 
 def test_ctrl_c_finishes_the_output_and_exits_255(tmp_path: Path) -> None:
-    """The signal is sent once the run's status line shows frames written (not on the output's size:
-    a muxer writes in chunks of its own), over a source with no end, so only the signal ends it."""
+    """The signal is sent once the run's own status line shows frames written (the run loop is going,
+    its handler installed), over a source with no end, so only the signal can end it."""
     out = tmp_path / "interrupted.mkv"
     cmd = [sys.executable, "-m", "avdnn", "-hide_banner", "-f", "lavfi", "-i", "testsrc2=s=640x360"]
     cmd += ["-vf", "gblur=sigma=8", "-c:v", "ffv1", str(out)]
