@@ -107,6 +107,30 @@ def run_cli_subprocess(argv: Sequence[str], *, timeout: float = 60, zeroed: bool
     return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
 
 
+def fewer_cores() -> set[int]:
+    """Some of the CPUs this process may use, fewer than ``os.cpu_count()``: a child pinned to them
+    has usable cores that differ from the machine's count (a hardware skip on a one-core machine)."""
+    import pytest
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("not applicable: this platform has no CPU affinity (os.sched_getaffinity)")
+    mine = sorted(os.sched_getaffinity(0))
+    cpus = set(mine[: max(1, len(mine) - 1)])
+    if len(cpus) >= (os.cpu_count() or 1):
+        pytest.skip("hardware: one core: no affinity smaller than the machine's CPU count")
+    return cpus
+
+
+def run_pinned(cpus: set[int], code: str, *args: str, timeout: float = 120) -> str:
+    """Run ``code`` (``sys.argv[1:]``: ``args``) in a child Python whose first act pins it to ``cpus``; its stdout."""
+    pin = f"import os\nos.sched_setaffinity(0, {sorted(cpus)!r})\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", pin + code, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 def lossy_filter() -> type:
     """An avdnn filter that swallows every third frame and says nothing: the bug the books must catch.
 
