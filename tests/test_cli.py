@@ -71,8 +71,13 @@ def test_missing_input() -> None:
     assert line.startswith("avdnn: ")
 
 
-def test_missing_input_matches_ffmpeg_status(ffmpeg: str) -> None:
-    assert run_ffmpeg(ffmpeg, ["-i", "/nonexistent/in.mp4", *NULL]).rc == 254
+def test_missing_input_matches_ffmpeg_status(ffmpeg: str, tmp_path: Path) -> None:
+    """The same command line to both, each a process of its own: the same status and cause."""
+    args = ["-hide_banner", "-loglevel", "error", "-i", str(tmp_path / "in.mp4"), *NULL]
+    want, got = run_ffmpeg(ffmpeg, args), run_cli_subprocess(args)
+    assert got.rc == want.rc == 254, (got.rc, got.err, want.rc, want.err)
+    assert "No such file or directory" in want.err
+    assert _error_line(got) == f"avdnn: '{tmp_path / 'in.mp4'}': No such file or directory"
 
 
 def test_unknown_filter_suggests_close_names() -> None:
