@@ -11,13 +11,12 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from spine_util import Result, run_cli, run_cli_subprocess, run_ffmpeg
+from spine_util import Result, avdnn_script, run_cli, run_cli_subprocess, run_ffmpeg
 
 import avdnn
 from avdnn.errors import InvalidArgumentError
@@ -305,12 +304,10 @@ def test_python_m_and_console_script_are_one_entry_point() -> None:
     assert [ep.value for ep in eps] == ["avdnn.cli:main"]
     main_src = Path(importlib.util.find_spec("avdnn.__main__").origin).read_text()  # type: ignore[union-attr]
     assert "from .cli import main" in main_src
-    script = shutil.which("avdnn", path=os.path.dirname(sys.executable))
-    if script is not None:
-        import subprocess
+    import subprocess
 
-        proc = subprocess.run([script, "-version"], capture_output=True, timeout=60, check=False)
-        assert proc.returncode == 0 and proc.stdout == res.out
+    proc = subprocess.run([avdnn_script(), "-version"], capture_output=True, timeout=60, check=False)
+    assert proc.returncode == 0 and proc.stdout == res.out
 
 
 # --------------------------------------------------------------------------- progress and summary
