@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 CLIP_NAMES = {
     "carphone": "carphone_pristine.mp4",  # 176x144 h264, 120 frames
@@ -107,6 +108,30 @@ def run_cli_subprocess(argv: Sequence[str], *, timeout: float = 60, zeroed: bool
     return Result(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
 
 
+def fewer_cores() -> set[int]:
+    """Some of the CPUs this process may use, fewer than ``os.cpu_count()``: a child pinned to them
+    has usable cores that differ from the machine's count (a hardware skip on a one-core machine)."""
+    import pytest
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("not applicable: this platform has no CPU affinity (os.sched_getaffinity)")
+    mine = sorted(os.sched_getaffinity(0))
+    cpus = set(mine[: max(1, len(mine) - 1)])
+    if len(cpus) >= (os.cpu_count() or 1):
+        pytest.skip("hardware: one core: no affinity smaller than the machine's CPU count")
+    return cpus
+
+
+def run_pinned(cpus: set[int], code: str, *args: str, timeout: float = 120) -> str:
+    """Run ``code`` (``sys.argv[1:]``: ``args``) in a child Python whose first act pins it to ``cpus``; its stdout."""
+    pin = f"import os\nos.sched_setaffinity(0, {sorted(cpus)!r})\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", pin + code, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 def lossy_filter() -> type:
     """An avdnn filter that swallows every third frame and says nothing: the bug the books must catch.
 
@@ -161,14 +186,48 @@ def missing(kind: str, reason: str) -> None:
     assert kind in REQUIRE_KINDS, kind
     if required(kind):
         pytest.fail(f"{REQUIRE_ENV}={os.environ[REQUIRE_ENV]}: missing {kind}: {reason}", pytrace=False)
-    pytest.skip(f"missing {kind}: {reason}")
+    pytest.skip(f"missing {kind}: {reason}", allow_module_level=True)  # a conftest's or module's too
+
+
+def need_module(name: str, hint: str, kind: str = "extras") -> ModuleType:
+    """``name`` imported (pytest.importorskip's job), or ``missing(kind, ...)`` naming ``hint``."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        missing(kind, f"{name} cannot be imported ({exc}): {hint}")
+        raise  # not reached: missing() skips or fails
+
+
+def need_installed(name: str, hint: str, kind: str = "extras") -> None:
+    """``name`` is installed (found, not imported: a heavy runtime the test only starts), or ``missing()``."""
+    if importlib.util.find_spec(name) is None:
+        missing(kind, f"{name} is not installed: {hint}")
+
+
+def need_tool(path: str | None, hint: str) -> str:
+    """An executable the test runs (``path``: where it was looked for, None: not found), or ``missing("tools")``."""
+    if path is None or not os.access(path, os.X_OK):
+        missing("tools", hint)
+    assert path is not None
+    return path
+
+
+def avdnn_script() -> str:
+    """The ``avdnn`` console script next to this Python (an install's entry point), or ``missing("tools")``."""
+    import shutil
+
+    return need_tool(
+        shutil.which("avdnn", path=os.path.dirname(sys.executable)),
+        "no avdnn console script next to this Python: pip install -e .",
+    )
 
 
 def skip_kind(reason: str) -> str | None:
     """The kind of dependency a skip's reason says is missing; None for a skip that hides none.
 
-    ``missing()``'s reasons name their kind; pytest.importorskip's name the module; CUDA and
-    NOT_REQUIRED reasons hide nothing; any other skip counts as "other" (failed by ``all`` only).
+    ``missing()``'s reasons name their kind; pytest.importorskip's name the module; NOT_REQUIRED
+    reasons (a CUDA device is ``hardware:``) hide nothing; any other skip counts as "other" (failed
+    by ``all`` only, and refused in tests/ by test_require.py).
     """
     import re
 
@@ -177,7 +236,7 @@ def skip_kind(reason: str) -> str | None:
     m = re.match(r"missing (\w+): ", reason)
     if m:
         return m.group(1)
-    if reason.startswith(NOT_REQUIRED) or "CUDA" in reason:
+    if reason.startswith(NOT_REQUIRED):
         return None
     m = re.search(r"could not import '([\w.]+)'", reason)
     if m:

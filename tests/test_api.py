@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -73,10 +74,26 @@ def test_pts_and_time_base() -> None:
     assert [f.time for f in frames] == pytest.approx([0.0, 0.1, 0.2, 0.3, 0.4])
 
 
-def test_pts_after_setpts_and_fps() -> None:
-    frames = list(_lavfi("fps=5", graph="testsrc=s=32x32:d=1"))
-    assert [f.pts for f in frames] == [0, 1, 2, 3, 4]
-    assert frames[0].time_base == Fraction(1, 5)
+def _showinfo(ffmpeg: str, graph: str, chain: str) -> tuple[Fraction, list[int], list[float]]:
+    """The oracle's time base, pts and pts_time of the frames leaving ``chain`` (its showinfo lines)."""
+    args = ["-loglevel", "info", "-f", "lavfi", "-i", graph, "-vf", f"{chain},showinfo", "-f", "null", "-"]
+    res = run_ffmpeg(ffmpeg, args)
+    assert res.rc == 0, res.err
+    (tb,) = re.findall(r"Parsed_showinfo.*config in time_base: (\d+/\d+)", res.err)
+    frames = re.findall(r"Parsed_showinfo.* n: *\d+ pts: *(-?\d+) pts_time:(\S+)", res.err)
+    return Fraction(tb), [int(p) for p, _ in frames], [float(t) for _, t in frames]
+
+
+@pytest.mark.parametrize("chain", ["setpts=2*PTS+1", "setpts=2*PTS+1,fps=5"])
+def test_pts_after_setpts_and_fps(ffmpeg: str, chain: str) -> None:
+    """The frames' pts, time base and time are the oracle's (showinfo after the same chain)."""
+    graph = "testsrc=s=32x32:r=10:d=1"
+    tb, pts, times = _showinfo(ffmpeg, graph, chain)
+    frames = list(_lavfi(chain, graph=graph))
+    assert len(pts) >= 10 and pts[0] == 1  # setpts moved the frames (fps=5 then keeps 10 of them)
+    assert [f.pts for f in frames] == pts
+    assert {f.time_base for f in frames} == {tb}
+    assert [f.time for f in frames] == pytest.approx(times)
 
 
 def test_frames_limit_closes_cleanly() -> None:

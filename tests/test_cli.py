@@ -11,13 +11,12 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from spine_util import Result, run_cli, run_cli_subprocess, run_ffmpeg
+from spine_util import Result, avdnn_script, run_cli, run_cli_subprocess, run_ffmpeg
 
 import avdnn
 from avdnn.errors import InvalidArgumentError
@@ -71,8 +70,13 @@ def test_missing_input() -> None:
     assert line.startswith("avdnn: ")
 
 
-def test_missing_input_matches_ffmpeg_status(ffmpeg: str) -> None:
-    assert run_ffmpeg(ffmpeg, ["-i", "/nonexistent/in.mp4", *NULL]).rc == 254
+def test_missing_input_matches_ffmpeg_status(ffmpeg: str, tmp_path: Path) -> None:
+    """The same command line to both, each a process of its own: the same status and cause."""
+    args = ["-hide_banner", "-loglevel", "error", "-i", str(tmp_path / "in.mp4"), *NULL]
+    want, got = run_ffmpeg(ffmpeg, args), run_cli_subprocess(args)
+    assert got.rc == want.rc == 254, (got.rc, got.err, want.rc, want.err)
+    assert "No such file or directory" in want.err
+    assert _error_line(got) == f"avdnn: '{tmp_path / 'in.mp4'}': No such file or directory"
 
 
 def test_unknown_filter_suggests_close_names() -> None:
@@ -300,12 +304,10 @@ def test_python_m_and_console_script_are_one_entry_point() -> None:
     assert [ep.value for ep in eps] == ["avdnn.cli:main"]
     main_src = Path(importlib.util.find_spec("avdnn.__main__").origin).read_text()  # type: ignore[union-attr]
     assert "from .cli import main" in main_src
-    script = shutil.which("avdnn", path=os.path.dirname(sys.executable))
-    if script is not None:
-        import subprocess
+    import subprocess
 
-        proc = subprocess.run([script, "-version"], capture_output=True, timeout=60, check=False)
-        assert proc.returncode == 0 and proc.stdout == res.out
+    proc = subprocess.run([avdnn_script(), "-version"], capture_output=True, timeout=60, check=False)
+    assert proc.returncode == 0 and proc.stdout == res.out
 
 
 # --------------------------------------------------------------------------- progress and summary

@@ -11,12 +11,12 @@ import contextlib
 import io
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from spine_util import avdnn_script
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SKIP = ("bash scripts/", "pip install", "source ", ".venv/bin/python benchmarks")
@@ -46,8 +46,7 @@ def test_the_readme_has_examples() -> None:
 
 @pytest.mark.parametrize("line", _sh_lines())
 def test_readme_shell_example_runs(line: str, clip: dict[str, str], tmp_path: Path) -> None:
-    if shutil.which("avdnn", path=os.path.dirname(sys.executable)) is None:
-        pytest.skip("no avdnn console script next to this Python")
+    avdnn_script()
     if line.startswith("avdnn batch"):
         pytest.importorskip("ray")
         cwd = Path(os.environ.get("AVDNN_README_BATCH_DIR", tmp_path.parent / "readme_batch"))

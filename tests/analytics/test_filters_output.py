@@ -12,6 +12,7 @@ import av
 import numpy as np
 import pytest
 from analytics_models import constant, lavfi_frames, make_filter, run_filter, ssd_output
+from spine_util import need_installed
 
 import avdnn
 from avdnn.errors import FilterNotFoundError, InvalidArgumentError
@@ -192,7 +193,7 @@ def test_drawtext_labels(tmp_path: Path) -> None:
 
     assert box_text(frame.detections[0]) == "face, happy"
     if "drawtext" not in av.filter.filters_available:
-        pytest.importorskip("PIL", reason="no libavfilter drawtext and no Pillow: drawtext cannot draw")
+        need_installed("PIL", "no libavfilter drawtext and no Pillow, drawtext cannot draw: pip install 'avdnn[text]'")
     f = make_filter(
         "drawtext", text_source="side_data_detection_bboxes", fontcolor="white", fontsize=12, box=1, boxcolor="black"
     )

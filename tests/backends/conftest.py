@@ -12,6 +12,7 @@ from pathlib import Path
 import nets
 import pytest
 from bkutil import skip_reason
+from spine_util import missing
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +24,7 @@ def net_path(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, str], s
     def get(fmt: str, net: str) -> str:
         why = skip_reason(fmt)
         if why:
-            pytest.skip(why)
+            missing("extras", why)
         if (fmt, net) not in cache:
             folder = root / fmt
             folder.mkdir(exist_ok=True)

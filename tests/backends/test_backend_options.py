@@ -17,6 +17,7 @@ import nets
 import numpy as np
 import pytest
 from bkutil import skip_reason
+from spine_util import missing
 
 from avdnn.dnn import DnnConfig, load_model
 from avdnn.dnn import backends as registry
@@ -27,7 +28,7 @@ from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
 def _need(fmt: str) -> None:
     why = skip_reason(fmt)
     if why:
-        pytest.skip(why)
+        missing("extras", why)
 
 
 def _load(backend: str, path: str, **kw: object):  # type: ignore[no-untyped-def]

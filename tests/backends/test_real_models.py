@@ -38,7 +38,7 @@ def need(*formats: str) -> None:
     for fmt in formats:
         why = skip_reason(fmt)
         if why:
-            pytest.skip(why)
+            missing("extras", why)
 
 
 def clip(name: str) -> str:

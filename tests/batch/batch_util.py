@@ -6,8 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-from spine_util import clip_paths
+from spine_util import clip_paths, missing
 
 from avdnn.batch.files import PARTIAL_DIR, leftovers
 
@@ -26,7 +25,7 @@ CORPUS = {
 def clips() -> dict[str, str]:
     paths, why = clip_paths()
     if why is not None:
-        pytest.skip(why)
+        missing("clips", why)
     paths["carphone_distorted"] = os.path.join(os.path.dirname(paths["carphone"]), "carphone_distorted.mp4")
     return paths
 

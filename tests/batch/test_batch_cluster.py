@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from batch_util import CORPUS, make_corpus
+from spine_util import need_tool
 
 pytest.importorskip("ray")
 
@@ -35,10 +36,10 @@ def _free_port() -> int:
 
 
 def _ray_cli() -> str:
-    exe = shutil.which("ray", path=os.path.dirname(sys.executable))
-    if exe is None:
-        pytest.skip("the ray command is not installed next to this Python")
-    return exe
+    return need_tool(
+        shutil.which("ray", path=os.path.dirname(sys.executable)),
+        "the ray command is not installed next to this Python",
+    )
 
 
 def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnx_models as models
 import pytest
+from spine_util import missing
 
 from avdnn.dnn import DnnConfig, load_model
 from avdnn.dnn import backends as registry
@@ -24,18 +25,20 @@ from avdnn.errors import BackendUnavailableError, InvalidArgumentError, NotSuppo
 
 # The backends that read these ONNX models as float NCHW; every backend, each with its own
 # format, goes through tests/backends/test_contract.py.
-INSTALLED = [n for n in ("onnx",) if registry.is_installed(n)]
+BACKENDS = ["onnx"]
 
 
 def _load(name: str, tmp_path: Path, batch_size: int = 1):
     if name == "mock":
         mock = MockBackend(lambda b: 1.0 - b)
         return mock.as_backend().load(ModelConfig(path="mock", batch_size=batch_size))
+    if not registry.is_installed(name):
+        missing("extras", f"the {name} backend is not installed: pip install 'avdnn[{registry.spec_for(name).extra}]'")
     path = models.invert(tmp_path, 3)
     return registry.backend_class(name).load(ModelConfig(path=path, batch_size=batch_size))
 
 
-@pytest.mark.parametrize("name", [*INSTALLED, "mock"])
+@pytest.mark.parametrize("name", [*BACKENDS, "mock"])
 def test_backend_contract(name: str, tmp_path: Path) -> None:
     model = _load(name, tmp_path, batch_size=4)
     io = model.describe()
@@ -66,7 +69,7 @@ def test_backend_contract(name: str, tmp_path: Path) -> None:
     model.close()
 
 
-@pytest.mark.parametrize("name", [*INSTALLED, "mock"])
+@pytest.mark.parametrize("name", [*BACKENDS, "mock"])
 def test_sync_equals_async_through_the_engine(name: str, tmp_path: Path) -> None:
     from avdnn.dnn.interface import DNNAsyncStatusType as S
 

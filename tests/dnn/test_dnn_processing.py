@@ -14,9 +14,12 @@ from avdnn.dnn import faults
 from avdnn.errors import (
     AVERROR,
     AVERROR_EXTERNAL,
+    AVERROR_INVALIDDATA,
+    AvdnnError,
     BackendUnavailableError,
     ExternalError,
     InvalidArgumentError,
+    InvalidDataError,
     IOFailureError,
     NotFoundError,
     NotSupportedError,
@@ -225,10 +228,11 @@ def test_model_not_specified() -> None:
 def test_corrupt_model_file(tmp_path) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")
-    with pytest.raises(Exception) as info:
+    with pytest.raises(InvalidDataError) as info:  # docs/dnn.md: an unreadable model file
         make_filter("dnn_processing", model=str(bad))
-    assert getattr(info.value, "filter", None) == "dnn_processing"
-    assert "bad.onnx" in str(info.value)
+    assert info.value.code == AVERROR_INVALIDDATA and info.value.filter == "dnn_processing"
+    assert info.value.file == str(bad) and "bad.onnx" in str(info.value)
+    assert info.value.__cause__ is not None and not isinstance(info.value.__cause__, AvdnnError)  # the runtime's
 
 
 def test_backend_not_available(monkeypatch) -> None:

@@ -34,13 +34,21 @@ NUMBERED = "format=rgb24,geq=r=4*N+4:g=4*N+4:b=4*N+4"  # frame n is all 4n+4
 
 
 class Blocking(MockBackend):
-    """Runs frames 0 .. free-1, then blocks each later one until ``cancel()``."""
+    """Runs frames 0 .. free-1, then blocks each later one until ``cancel()``.
+
+    ``hold_last``: frame free-1 is answered only once a later frame has started (blocked), so
+    that one is surely in flight when the limit is reached (async requests run side by side).
+    """
 
     def __init__(self, free: int) -> None:
         super().__init__(self._infer)
         self.free = free
+        self.hold_last = False
+        self.started: list[int] = []
         self.blocked = 0
         self.timed_out = False
+        self.held_in_vain = False
+        self.in_flight = threading.Event()  # a frame past ``free`` has started
         self.cancelled = threading.Event()
         self._count = threading.Lock()
 
@@ -48,9 +56,14 @@ class Blocking(MockBackend):
         if not batch.any():  # dnn_processing's blank output-size probe
             return batch
         frame = round(float(batch[0].mean()) * 255 / 4) - 1
+        with self._count:
+            self.started.append(frame)
+        if frame == self.free - 1 and self.hold_last and not self.in_flight.wait(10):
+            self.held_in_vain = True
         if frame >= self.free:
             with self._count:
                 self.blocked += 1
+            self.in_flight.set()
             if not self.cancelled.wait(30):
                 self.timed_out = True
             raise ExternalError("cancelled")  # what a backend's seam maps its runtime's error to
@@ -68,12 +81,46 @@ def blocking(monkeypatch: pytest.MonkeyPatch) -> Blocking:
     return mock
 
 
-@pytest.mark.parametrize("threads", ["1", "0"])
-@pytest.mark.parametrize(("async_", "nireq"), [(1, 2), (1, 4), (0, 1)])
+def _hold_the_last_write(monkeypatch: pytest.MonkeyPatch, blocking: Blocking, frames: int) -> list[bool]:
+    """The writer writes its last frame only once a later one is in the model (the chain's thread
+    runs ahead of it); the list says whether it waited in vain."""
+    from avdnn.media.output.sink import Sink
+
+    real_write = Sink.write
+    count: list[int] = []
+    in_vain: list[bool] = []
+
+    def write(self: Sink, frame: object, rate: object = None) -> None:
+        count.append(1)
+        if len(count) == frames:
+            in_vain.append(not blocking.in_flight.wait(10))
+        real_write(self, frame, rate)
+
+    monkeypatch.setattr(Sink, "write", write)
+    return in_vain
+
+
+@pytest.mark.parametrize(
+    ("threads", "async_", "nireq", "ahead"),
+    [
+        # async: the model answers the last frame once a later one runs beside it
+        ("1", 1, 2, "model"),
+        ("1", 1, 4, "model"),
+        ("0", 1, 2, "model"),
+        ("0", 1, 4, "model"),
+        # sync, the chain on a thread of its own: the writer writes the last frame once the chain
+        # has started the next one
+        ("1", 0, 1, "writer"),
+        # sync on one thread: the stop comes between two frames, none runs past the limit
+        ("0", 0, 1, None),
+    ],
+)
 def test_frames_limit_cancels_the_runs_in_flight(
-    blocking: Blocking, monkeypatch: pytest.MonkeyPatch, threads: str, async_: int, nireq: int
+    blocking: Blocking, monkeypatch: pytest.MonkeyPatch, threads: str, async_: int, nireq: int, ahead: str | None
 ) -> None:
     monkeypatch.setenv("AVDNN_THREADS", threads)
+    blocking.hold_last = ahead == "model"
+    in_vain = _hold_the_last_write(monkeypatch, blocking, 5) if ahead == "writer" else []
     chain = f"{NUMBERED},dnn_processing=model=blocking:async={async_}:nireq={nireq}"
     stats = no_hang(
         lambda: avdnn.run(SOURCE, chain, input_format="lavfi", output="-", format="null", frames=5), limit=25
@@ -81,10 +128,12 @@ def test_frames_limit_cancels_the_runs_in_flight(
     assert stats.frames_written == 5 and stats.error is None and stats.stopped_early
     assert stats.frames_failed == 0
     assert stats.check(), stats.summary()  # in = out + failed + declared drops + in flight, per stage
-    if blocking.blocked:  # a run beyond the limit had started: it was cancelled, not waited for
-        assert blocking.cancelled.is_set() and not blocking.timed_out
-    if threads == "1" and async_:
-        assert blocking.blocked  # the chain runs ahead of the writer, so a later frame was in flight
+    assert not blocking.timed_out  # no run was waited for
+    if ahead is None:
+        assert sorted(blocking.started) == [0, 1, 2, 3, 4] and not blocking.blocked
+    else:  # a run beyond the limit had started: it was cancelled, not waited for
+        assert not blocking.held_in_vain and in_vain in ([], [False]), "no frame past the limit was in flight"
+        assert blocking.blocked >= 1 and blocking.cancelled.is_set()
 
 
 @pytest.mark.parametrize("threads", ["1", "0"])

@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 from dnnutil import no_hang
+from spine_util import fewer_cores, run_pinned
 
 from avdnn.dnn import faults
 from avdnn.dnn.backends.mock import MockBackend
@@ -405,10 +406,21 @@ def test_native_async_hook() -> None:
     assert e.close()
 
 
-def test_auto_nireq_and_bad_arguments() -> None:
-    import os
+#: an engine of nireq=0 in a child pinned to fewer cores than the machine has
+PINNED = """
+from avdnn.dnn.backends.mock import MockBackend
+from avdnn.dnn.engine import Engine, auto_nireq
 
-    assert auto_nireq() == len(os.sched_getaffinity(0)) // 2 + 1  # FFmpeg's formula over the usable cores
+e = Engine(MockBackend(lambda b: b).run, nireq=0)
+print(os.cpu_count(), auto_nireq(), e.nireq)
+e.close()
+"""
+
+
+def test_auto_nireq_and_bad_arguments() -> None:
+    cpus = fewer_cores()
+    machine, auto, nireq = map(int, run_pinned(cpus, PINNED).split())
+    assert machine > len(cpus) and auto == nireq == len(cpus) // 2 + 1  # FFmpeg's formula over the usable cores
     assert engine(nireq=0)[0].nireq == auto_nireq()
     with pytest.raises(InvalidArgumentError):
         engine(batch_size=0)

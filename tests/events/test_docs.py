@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import re
 from pathlib import Path
 
 import pytest
+from spine_util import need_installed
 
 from avdnn.events import SINKS
 from avdnn.filters.events import EventsFilter
@@ -19,9 +19,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "events.md"
 
 
 def test_events_doc_python_blocks_run(clip: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for module in ("trackers", "ai_edge_litert"):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"{module} is not installed")
+    need_installed("trackers", "pip install 'avdnn[track]'")
+    need_installed("ai_edge_litert", "pip install 'avdnn[tflite]'")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "out").mkdir()
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from ev_util import horizontal, jsonl, jsonl_events, script_filter
+from spine_util import need_installed
 
 import avdnn
 from avdnn.errors import InvalidArgumentError
@@ -167,7 +168,7 @@ def test_drawzones_draws_the_line_and_zone_and_nothing_else(scripted: str) -> No
 
 
 def test_a_tracked_constant_box_is_new_once_and_ends_at_eos(tmp_path: Path) -> None:
-    pytest.importorskip("trackers", reason="pip install 'avdnn[track]'")
+    need_installed("trackers", "pip install 'avdnn[track]'")
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analytics"))

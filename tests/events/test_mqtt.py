@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from ev_util import Broker, Subscriber, horizontal, jsonl_events, need_mosquitto, script_filter
+from spine_util import need_installed
 
 import avdnn
 from avdnn.errors import BackendUnavailableError
@@ -174,7 +175,7 @@ def constant_model(tmp_path: Path) -> str:
 def test_the_password_never_prints(
     make_broker: Callable[..., Broker], constant_model: str, tmp_path: Path, avdnn_subprocess: Callable[..., Any]
 ) -> None:
-    pytest.importorskip("trackers", reason="pip install 'avdnn[track]'")
+    need_installed("trackers", "pip install 'avdnn[track]'")
     password = "Pw-9f2c"
     broker = make_broker(users={"alice": password})
     sub = Subscriber(broker.port, "avdnn/#", user="alice", password=password)

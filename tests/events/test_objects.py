@@ -10,13 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 from ev_util import Obj, det_at
+from spine_util import need_module
 
 from avdnn.errors import InvalidDataError
 from avdnn.events.objects import ObjectEvents
 from avdnn.events.schema import event_schema, validate_event
 from avdnn.media.frame import Frame
 
-pytest.importorskip("jsonschema", reason="pip install 'avdnn[test]'")
+need_module("jsonschema", "pip install 'avdnn[test]'")
 
 
 def frame(n: int, size: tuple[int, int] = (64, 64)) -> Frame:

@@ -12,7 +12,7 @@ from live_util import have_proc_net, make_clip
 def served(ffmpeg: str, clip: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """``a``: 2 s of carphone (60 frames); ``b``: 1 s of it negated (30 frames), to tell two sessions apart."""
     if not have_proc_net():
-        pytest.skip("the live tests read /proc/net to know when a server is up")
+        pytest.skip("not applicable: the live tests read /proc/net (Linux) to know when a server is up")
     root = tmp_path_factory.mktemp("live")
     return {
         "a": make_clip(ffmpeg, clip["carphone"], root / "a.ts", 2),

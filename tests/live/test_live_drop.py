@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from live_util import Server, frame_hashes, framemd5_rows, free_port, tcp_listening
+from spine_util import missing, need_installed
 
 import avdnn
 from avdnn.filters.base import Filter
@@ -143,8 +144,8 @@ def test_waifu2x_slower_than_real_time_drops_and_counts(ffmpeg: str, served: dic
     from avdnn.zoo import get
 
     if get("waifu2x_upconv7").source_file() is None:
-        pytest.skip(get("waifu2x_upconv7").package.pip)
-    pytest.importorskip("onnxruntime", reason="pip install 'avdnn[onnxruntime]'")
+        missing("models", get("waifu2x_upconv7").package.pip)
+    need_installed("onnxruntime", "pip install 'avdnn[onnxruntime]'")
     out = tmp_path / "sr.framemd5"
     stats = _run_live(ffmpeg, served["b"], out, "sr=model=zoo\\:waifu2x_upconv7")
     dropped = sum(stats.input_dropped.values())

@@ -129,7 +129,7 @@ def test_a_protocol_pyavs_ffmpeg_lacks_is_libavformats_error(clip: dict[str, str
     from avdnn.media.libav.avio import protocol_name
 
     if protocol_name("srt://127.0.0.1:1") is not None:
-        pytest.skip("this PyAV's FFmpeg has srt: the output is opened like the others")
+        pytest.skip("not applicable: this PyAV's FFmpeg has srt: the output is opened like the others")
     got = run_cli(["-hide_banner", "-loglevel", "error", "-i", clip["carphone"], "-f", "mpegts", "srt://127.0.0.1:1"])
     assert got.rc == 8 and "Error opening output srt://127.0.0.1:1: Protocol not found" in got.err, got.err
 

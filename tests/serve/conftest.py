@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from spine_util import need_module
 
 for _name in ("fastapi", "uvicorn", "prometheus_client", "httpx"):
-    pytest.importorskip(_name, reason="the service tests need the serve extra: pip install 'avdnn[serve]'")
+    need_module(_name, "the service tests need the serve extra: pip install 'avdnn[serve]'")
 
 from serve_util import Served, tiny_detector  # noqa: E402 - after the skips: it imports the service
 
@@ -18,7 +19,7 @@ from serve_util import Served, tiny_detector  # noqa: E402 - after the skips: it
 def serve() -> Iterator[Callable[..., Served]]:
     """``serve(**settings)``: the service on a free loopback port, stopped at the end of the test."""
     if not os.path.exists("/proc/net/tcp"):
-        pytest.skip("the service tests read /proc/net/tcp to know when a camera is up")
+        pytest.skip("not applicable: the service tests read /proc/net/tcp (Linux) to know when a camera is up")
     started: list[Served] = []
 
     def start(**settings: Any) -> Served:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from serve_util import Camera, Served, source, wait_for
-from spine_util import missing
+from spine_util import missing, need_module
 from test_serve_events import events_chain
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -57,9 +57,7 @@ def page(tmp_path: Path) -> Iterator[Any]:
     """``page(url)``: headless Chromium on ``url``; the browser quits at the end of the test."""
     if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
         missing("tools", INSTALL)
-    webdriver = pytest.importorskip(
-        "selenium.webdriver", reason="the browser tests need selenium: pip install 'avdnn[test]'"
-    )
+    webdriver = need_module("selenium.webdriver", "the browser tests need selenium: pip install 'avdnn[test]'")
     from selenium.webdriver.chrome.service import Service
 
     os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager is never asked for anything

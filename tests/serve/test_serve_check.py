@@ -13,6 +13,7 @@ import av
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from serve_util import Camera, Served, decoded_frames, mjpeg_frames, source, wait_for
+from spine_util import missing, need_installed
 
 TEMPLATE_OUTPUT = ["-c:v", "mpeg4"]
 
@@ -175,12 +176,12 @@ def test_cameras_join_and_leave_a_shared_detector_and_the_accounting_holds(
 
 @pytest.mark.slow
 def test_the_zoo_ssd_shared_by_two_live_cameras(serve: Any, ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
-    pytest.importorskip("openvino", reason="pip install 'avdnn[openvino]'")
+    need_installed("openvino", "pip install 'avdnn[openvino]'")
     from avdnn.zoo import get
 
     spec = get("ssd_mobilenet_v2_coco")
     if spec.source_file() is None:
-        pytest.skip(spec.package.pip)
+        missing("models", spec.package.pip)
     served = serve(stall_after=5.0)
     chain = (
         "dnn_detect=model=zoo:ssd_mobilenet_v2_coco:dnn_backend=openvino:model_instance=ssd:batch_size=2,"

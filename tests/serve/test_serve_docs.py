@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from serve_util import decoded_frames, free_port
+from spine_util import avdnn_script, missing, need_installed, need_tool
 
 import avdnn
 from avdnn.serve import ServeConfig, Service, create_app
@@ -26,16 +26,14 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "serve.md"
 
 
 def test_the_curl_session_runs_as_printed(ffmpeg: str, tmp_path: Path) -> None:
-    pytest.importorskip(
-        "ai_edge_litert", reason="the session's face detector runs on LiteRT: pip install 'avdnn[tflite]'"
-    )
+    need_installed("ai_edge_litert", "the session's face detector runs on LiteRT: pip install 'avdnn[tflite]'")
     from avdnn.zoo import get
 
     spec = get("blazeface")
     if spec.source_file() is None:
-        pytest.skip(spec.package.pip)
-    if shutil.which("curl") is None or shutil.which("avdnn", path=os.path.dirname(sys.executable)) is None:
-        pytest.skip("the session needs curl and the avdnn console script")
+        missing("models", spec.package.pip)
+    need_tool(shutil.which("curl"), "the session needs curl: apt-get install curl")
+    avdnn_script()
     (session,) = re.findall(r"```sh\n(.*?)```", DOC.read_text(), flags=re.S)
     # the harness's own line: the service started in the background goes with the script, whatever fails
     script = "set -euo pipefail\ntrap 'kill %1 2>/dev/null || true' EXIT\n" + session.replace("8080", str(free_port()))

@@ -1,22 +1,26 @@
 """A source's history (``GET .../sources/{source}/history``): one sample a second while it runs,
-its frame totals never going back and ending on the final accounting, ``seconds=`` and the
-``history`` setting bounding it, and a source that left taking its history with it. Live sources
-are the oracle ffmpeg on loopback; the bound is checked on :class:`History` with a clock of its own."""
+each with its fields, its frame totals following the status's accounting, never going back across
+the source's runs and ending on the final accounting, ``seconds=`` answering exactly the samples of
+that window, the ``history`` setting bounding it, and a source that left taking its history with it.
+Live sources are the oracle ffmpeg on loopback; the bound is checked on :class:`History` with a
+clock of its own."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_util import Camera, Served, source, wait_for
+from serve_util import DEADLINE, Camera, Served, source, wait_for
 
 from avdnn.errors import InvalidArgumentError
 from avdnn.serve.config import MAX_HISTORY, ServeConfig, load_config
 from avdnn.serve.history import History
+from avdnn.serve.source import STATES
 
 
 def _add(history: History, t: float, read: int = 0, dropped: dict[str, int] | None = None) -> None:
@@ -64,14 +68,30 @@ def test_the_history_setting_is_bounded(tmp_path: Path) -> None:
     assert load_config(path).history == 60
 
 
-def _history(served: Served, pid: str, sid: str, **params: Any) -> list[dict[str, Any]]:
+#: the fields of a sample, as GET .../history answers them (docs/serve.md)
+FIELDS = {"t", "state", "fps", "dropped", "dropped_by", "p95", "read", "written"}
+
+
+def _history_at(served: Served, pid: str, sid: str, **params: Any) -> tuple[float, list[dict[str, Any]]]:
+    """The service's ``now`` and its samples (each well formed, oldest first, none after ``now``)."""
     r = served.client.get(f"/api/pipelines/{pid}/sources/{sid}/history", params=params)
     assert r.status_code == 200, r.text
     body = r.json()
     assert (body["pipeline"], body["source"], body["interval"], body["history"]) == (pid, sid, 1.0, 300)
     samples: list[dict[str, Any]] = body["samples"]
-    assert all(s["t"] <= body["now"] for s in samples)
-    return samples
+    for s in samples:
+        assert set(s) == FIELDS, s
+        assert isinstance(s["t"], float) and s["t"] <= body["now"], (s, body["now"])
+        assert s["state"] in STATES and isinstance(s["fps"], float | int) and s["fps"] >= 0, s
+        assert s["dropped"] == sum(s["dropped_by"].values()) and all(n > 0 for n in s["dropped_by"].values()), s
+        assert s["p95"] is None or 0 < s["p95"] < DEADLINE, s
+        assert 0 <= s["written"] <= s["read"], s  # hflip: nothing written that was not read
+    _never_back(samples)
+    return body["now"], samples
+
+
+def _history(served: Served, pid: str, sid: str, **params: Any) -> list[dict[str, Any]]:
+    return _history_at(served, pid, sid, **params)[1]
 
 
 def _never_back(samples: list[dict[str, Any]]) -> None:
@@ -80,8 +100,13 @@ def _never_back(samples: list[dict[str, Any]]) -> None:
         assert after["read"] >= before["read"] and after["written"] >= before["written"], (before, after)
 
 
+def _in_state(served: Served, sid: str, state: str) -> dict[str, Any] | None:
+    row = source(served.status("hall"), sid)
+    return row if row["state"] == state else None
+
+
 def test_a_sources_history_while_it_runs_and_after(serve: Any, ffmpeg: str) -> None:
-    served: Served = serve()
+    served: Served = serve(retry_interval=0.5)
     with Camera(ffmpeg) as cam1, Camera(ffmpeg) as cam2:
         body = {
             "name": "hall",
@@ -91,23 +116,58 @@ def test_a_sources_history_while_it_runs_and_after(serve: Any, ffmpeg: str) -> N
         }
         assert served.client.post("/api/pipelines", json=body).status_code == 201
         wait_for(
-            "cam1 sampled running 6 times",
-            lambda: sum(s["state"] == "running" for s in _history(served, "hall", "cam1")) >= 6,
+            "cam1 sampled running 4 times",
+            lambda: sum(s["state"] == "running" for s in _history(served, "hall", "cam1")) >= 4,
         )
+        # the samples follow the accounting: those shown before a status are at most its counts,
+        # those taken after it at least them
+        before = _history(served, "hall", "cam1")
+        row = source(served.status("hall"), "cam1")
+        after_status = time.time()
+        wait_for("a sample after the status", lambda: _history(served, "hall", "cam1")[-1]["t"] > after_status)
         samples = _history(served, "hall", "cam1")
-        _never_back(samples)
+        assert samples[: len(before)] == before  # kept as they were, the new ones after them
+        frames = row["frames"]
+        for s in before:
+            assert s["read"] <= frames["read"] and s["written"] <= frames["written"], (s, frames)
+        assert sum(s["dropped"] for s in before) <= frames["dropped"]
+        for s in samples:
+            if s["t"] > after_status:
+                assert s["read"] >= frames["read"] and s["written"] >= frames["written"], (s, frames)
+
         gaps = [b["t"] - a["t"] for a, b in itertools.pairwise(samples)]
         assert min(gaps) >= 0.9  # one sample a second at most: one timer, not one per frame or per request
         assert statistics.median(gaps) < 3.0  # and about one a second (a hang guard: a loaded machine lags)
-        assert samples[-1]["written"] > samples[0]["written"] and samples[-1]["fps"] > 0
+        running = [s for s in samples if s["state"] == "running"]
+        assert running[-1]["written"] > running[0]["written"] and all(s["fps"] > 0 for s in running[1:])
         assert {s["state"] for s in samples} <= {"starting", "running"}
+        # p95 is over the frames written since the sample before: there whenever some were
+        for a, b in itertools.pairwise(samples):
+            if b["written"] - a["written"] > 2:
+                assert b["p95"] is not None, (a, b)
 
-        # seconds= keeps the last N seconds only
-        last = _history(served, "hall", "cam1", seconds=2)
-        assert 1 <= len(last) <= 3 and len(last) < len(samples)
+        # seconds= keeps the samples of the last N seconds of the service's clock, and all of them
+        now, last = _history_at(served, "hall", "cam1", seconds=2.5)
+        assert last and all(now - 2.5 < s["t"] <= now for s in last), (now, last)
+        full = _history(served, "hall", "cam1")
+        first = full.index(last[0])
+        assert full[first : first + len(last)] == last  # the same samples, not others
+        assert first == 0 or full[first - 1]["t"] <= now - 2.5  # none older in the window left out
+        later = full[first + len(last) :]
+        assert all(s["t"] > now - 1.0 for s in later), (now, later)  # taken since (or as it answered)
         assert served.client.get("/api/pipelines/hall/sources/cam1/history", params={"seconds": 0}).status_code == 422
         too_long = {"seconds": 10**6}
         assert served.client.get("/api/pipelines/hall/sources/cam1/history", params=too_long).status_code == 422
+
+        # the camera goes away and comes back: a second run, whose counts add to the first's
+        cam1.kill()
+        row = wait_for("cam1 offline", lambda: _in_state(served, "cam1", "offline"))
+        written = row["frames"]["written"]  # the first run's, all of them
+        cam1.start()
+        wait_for(
+            "cam1 sampled running again",
+            lambda: (s := _history(served, "hall", "cam1")[-1])["state"] == "running" and s["written"] > written,
+        )
 
         # a source that leaves takes its history with it; unknown ids are 404s
         wait_for("cam2 sampled", lambda: _history(served, "hall", "cam2"))
@@ -121,7 +181,7 @@ def test_a_sources_history_while_it_runs_and_after(serve: Any, ffmpeg: str) -> N
         assert r.status_code == 200
         final = source(r.json(), "cam1")
         samples = _history(served, "hall", "cam1")
-        _never_back(samples)
-        assert samples[-1]["state"] == "ended"
-        assert (samples[-1]["read"], samples[-1]["written"]) == (final["frames"]["read"], final["frames"]["written"])
-        assert sum(s["dropped"] for s in samples) == final["frames"]["dropped"]  # every drop in some second
+    assert final["runs"] >= 2  # and its samples never went back across its runs
+    assert samples[-1]["state"] == "ended"
+    assert (samples[-1]["read"], samples[-1]["written"]) == (final["frames"]["read"], final["frames"]["written"])
+    assert sum(s["dropped"] for s in samples) == final["frames"]["dropped"]  # every drop in some second

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from spine_util import run_cli
+from spine_util import missing, run_cli
 
 import avdnn
 from avdnn.errors import AVERROR, AvdnnError
@@ -56,7 +56,7 @@ def test_a_late_chain_overflows_a_small_queue_as_ffmpeg(clip: dict[str, str], tm
     assert "Traceback" not in res.err and "internal error" not in res.err
     assert "frame accounting" not in res.err  # the refused packet is counted (failed), the held ones dropped
     if not os.path.exists(DEBIAN_FFMPEG):
-        pytest.skip("Debian's ffmpeg 5.1 (apt-get install ffmpeg) is the oracle for the error")
+        missing("oracle", "Debian's ffmpeg 5.1 (apt-get install ffmpeg) is the oracle for the error")
     ref = subprocess.run(
         [DEBIAN_FFMPEG, *args, "-y", str(tmp_path / "ref.mkv")],
         capture_output=True,

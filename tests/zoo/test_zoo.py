@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from spine_util import missing
 
 from avdnn.cli.command import main
 from avdnn.errors import BackendUnavailableError, InvalidArgumentError, NotFoundError
@@ -68,7 +69,7 @@ def test_resolution_fills_options_and_explicit_ones_win() -> None:
     cls = get_filter("dnn_detect")
     spec = get("blazeface")
     if not spec.installed():
-        pytest.skip(spec.package.pip)
+        missing("models", spec.package.pip)
     values, ref = apply(bound("dnn_detect", model="zoo:blazeface"), cls.options, filter_name="dnn_detect")
     assert ref is not None and ref.text == "zoo:blazeface"
     assert values["model"] == spec.source_file() and values["mean"] == 127.5 and values["scale"] == 127.5
@@ -131,7 +132,7 @@ def test_wrong_filter_and_missing_package_are_one_line_errors(monkeypatch: pytes
 def test_mobilenet_without_torch_says_how(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     spec = get("mobilenet_v2")
     if not spec.installed():
-        pytest.skip(spec.package.pip)
+        missing("models", spec.package.pip)
     monkeypatch.setenv("AVDNN_CACHE", str(tmp_path))
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
     cls = get_filter("dnn_classify")

