@@ -1,15 +1,16 @@
 """Mutated containers through the real CLI: each run ends within a bound, never with a traceback.
 
 From small clips the oracle ffmpeg makes (H.264 in MP4 with its moov at the end, the same with
-``+faststart``, Matroska, MPEG-TS): zero-length, truncated, bit-flipped, and a Y4M header that
+``+faststart``, Matroska, MPEG-TS): random corruption (Hypothesis) and a Y4M header that
 declares a frame of 760 MB. ``python -m avdnn -i BAD -f null -`` runs in a subprocess with a
 timeout (the bound: a hang fails the test), and ends either with concealment (exit 0, the frame
-accounting printed) or with one error line and ffmpeg's status, as ffmpeg would.
+accounting printed) or with one error line and ffmpeg's status, as ffmpeg would. The seeded
+mutations (cuts, flipped bits, damaged headers, splices, odd tags, files that cannot be opened)
+are test_hostile_mutations.py, where each exit status is compared with the oracle's.
 """
 
 from __future__ import annotations
 
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +61,7 @@ def _ends_well(path: Path) -> tuple[int, str]:
     """Concealment (exit 0 and the books) or one error line with a status; never a traceback."""
     rc, err = _run(path)
     assert "Traceback" not in err and "internal error" not in err, err
-    ours = [line for line in err.splitlines() if line.startswith("avdnn: ")]
+    ours = [line for line in err.splitlines() if line.startswith("avdnn: ") and "was finished cleanly" not in line]
     if rc == 0:
         assert "frames: read" in err and not ours, err
     else:
@@ -78,34 +79,6 @@ def test_the_intact_clips_decode(clips: dict[str, bytes], tmp_path: Path) -> Non
     for name, data in clips.items():
         rc, err = _ends_well(_write(tmp_path, f"ok.{name}", data))
         assert rc == 0 and "frames: read 50, written 50" in err, (name, err)
-
-
-def test_a_zero_length_file_is_one_error_line(tmp_path: Path) -> None:
-    rc, err = _ends_well(_write(tmp_path, "empty.mp4", b""))
-    assert rc != 0 and "empty.mp4" in err
-
-
-@pytest.mark.parametrize("name", list(CLIPS))
-@pytest.mark.parametrize("keep", [0.1, 0.5, 0.97])
-def test_a_truncated_file_ends_with_concealment_or_one_error(
-    clips: dict[str, bytes], tmp_path: Path, name: str, keep: float
-) -> None:
-    data = clips[name]
-    rc, err = _ends_well(_write(tmp_path, f"cut.{name}", data[: int(len(data) * keep)]))
-    if name == "mp4":  # its moov is at the end: cut off, nothing says what the mdat holds
-        assert rc != 0 and ("moov atom not found" in err.lower() or "invalid data" in err.lower()), err
-
-
-@pytest.mark.parametrize("name", list(CLIPS))
-def test_a_bit_flipped_file_ends_with_concealment_or_one_error(
-    clips: dict[str, bytes], tmp_path: Path, name: str
-) -> None:
-    data = bytearray(clips[name])
-    rng = random.Random(21)
-    for _ in range(64):
-        k = rng.randrange(len(data))
-        data[k] ^= 1 << rng.randrange(8)
-    _ends_well(_write(tmp_path, f"flip.{name}", bytes(data)))
 
 
 @settings(FEW, max_examples=12)

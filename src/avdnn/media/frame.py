@@ -17,6 +17,7 @@ import numpy as np
 
 from avdnn.errors import InvalidArgumentError
 from avdnn.media.pixfmt import PixFmt, canonical, lookup
+from avdnn.media.tags import frame_tags
 
 if TYPE_CHECKING:
     import av
@@ -103,8 +104,9 @@ class Frame:
             side_data=side.copy() if side is not None else None,
             av_frame=frame,
         )
-        if frame.metadata:
-            out.side_data.metadata.update(frame.metadata)
+        tags = frame_tags(frame)  # a decoder's (EXIF) tags may not be UTF-8
+        if tags:
+            out.side_data.metadata.update(tags)
         return out
 
     @classmethod

@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence, Sized
 from fractions import Fraction
 from typing import Any
 
-from avdnn.errors import AvdnnError, ExitRequestedError
+from avdnn.errors import AvdnnError, ExitRequestedError, InvalidDataError
 from avdnn.graph.chain import Stage, auto_format, build_stages, stage_out_rate
 from avdnn.graph.lavfi import LavfiSegment
 from avdnn.graph.parse import FilterSpec
@@ -350,10 +350,14 @@ class Pipeline:
         info = getattr(last, "out_info", None)
         if info is not None:
             sink.start(info.width, info.height, info.pix_fmt, sar=info.sar or None, rate=info.frame_rate)
-        elif last is None:
-            src = self.source.info
-            if src.width and src.height and src.pix_fmt:
-                sink.start(src.width, src.height, src.pix_fmt, sar=src.sample_aspect_ratio, rate=src.frame_rate)
+            return
+        src = self.source.info
+        if not src.pix_fmt:
+            # ffmpeg's ifilter_send_eof: no frame came and the decoder never learnt its pixel format
+            # (a damaged or cut header), so nothing can be configured: AVERROR_INVALIDDATA, exit 183
+            raise InvalidDataError("Cannot determine format of the input video after EOF", file=self.source.name)
+        if last is None and src.width and src.height:
+            sink.start(src.width, src.height, src.pix_fmt, sar=src.sample_aspect_ratio, rate=src.frame_rate)
 
     def _sync_sink_stats(self, writer: Writer | None = None) -> None:
         if writer is not None and writer.unwritten:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
+from avdnn.media.libav.streamflags import had_packets
 
 #: :func:`select_streams`' origin of a stream chosen without -map, and of an unlabeled graph's video.
 AUTOMATIC = -1
@@ -207,16 +208,30 @@ def select_streams(
 
 
 def _best(streams: list[Any], kind: str, size: Any) -> Any:
-    """ffmpeg's map_auto_video/audio score: size, then the default disposition; ties: the first."""
-    best, best_score = None, -1
+    """ffmpeg's map_auto_video/audio: each file's best stream by its score (size, then whether the
+    probe read packets of it, then the default disposition; ties: the first), then the best file's,
+    its default bonus taken off. A score of 0 is never chosen (ffmpeg's best scores start at 0): a
+    cut file's audio whose channels the probe never found and of which it read no packet."""
+    best, best_score = None, 0
+    files: dict[int, list[Any]] = {}
     for s in streams:
-        if s.type != kind:
+        if s.type == kind:
+            files.setdefault(id(getattr(s, "container", None)), []).append(s)
+    for candidates in files.values():
+        file_best, file_score = None, 0
+        for s in candidates:
+            probed = had_packets(s)
+            score = size(s) + 100_000_000 * (probed is None or probed) + 5_000_000 * _default(s)
+            if kind == "video" and _attached_pic(s):
+                score = 1
+            if score > file_score:
+                file_best, file_score = s, score
+        if file_best is None:
             continue
-        score = size(s) + 5_000_000 * _default(s)
-        if kind == "video" and _attached_pic(s):
-            score = 1
-        if score > best_score:
-            best, best_score = s, score
+        if not (kind == "video" and _attached_pic(file_best)):
+            file_score -= 5_000_000 * _default(file_best)
+        if file_score > best_score:
+            best, best_score = file_best, file_score
     return best
 
 

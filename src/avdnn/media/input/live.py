@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl
 
 from avdnn._util.redact import redact_url
 from avdnn.errors import AvdnnError, InvalidArgumentError, IOFailureError, from_av_error
+from avdnn.media.tags import METADATA_ENCODING, METADATA_ERRORS
 
 log = logging.getLogger("avdnn")
 
@@ -222,18 +223,45 @@ def translate(exc: BaseException, name: str, timeout: float | None) -> AvdnnErro
     return from_av_error(exc, file=name)
 
 
-def _open_once(url: str, name: str, format: str | None, options: dict[str, str], timeout: Any) -> Any:  # noqa: A002
+def check_format(format: str, name: str) -> None:  # noqa: A002 - ffmpeg's -f
+    """``-f NAME`` must name an input format, as ffmpeg's av_find_input_format finds them.
+
+    Checked before PyAV opens anything: PyAV also takes an output-only name (``-f webm``) and then
+    probes the file instead, and its ValueError for an unknown one is no different from others.
+    """
     import av
 
     try:
-        return av.open(url, "r", format=format, options=options, timeout=timeout)
+        av.ContainerFormat(format, "r")
+    except ValueError as exc:
+        raise InvalidArgumentError(f"Unknown input format: '{format}'", file=name) from exc
+
+
+def _open_once(url: str, name: str, format: str | None, options: dict[str, str], timeout: Any) -> Any:  # noqa: A002
+    """One av.open of the input; tags that are not UTF-8 keep their bytes (:mod:`avdnn.media.tags`).
+
+    Only PyAV's FFmpegError and the OSError of its file are the input's errors (their errno is
+    ffmpeg's cause and exit status); anything else is a bug and passes through as it is.
+    """
+    import av
+
+    if format is not None:
+        check_format(format, name)
+    try:
+        return av.open(
+            url,
+            "r",
+            format=format,
+            options=options,
+            timeout=timeout,
+            metadata_encoding=METADATA_ENCODING,
+            metadata_errors=METADATA_ERRORS,
+        )
     except AvdnnError:
         raise
     except (av.FFmpegError, OSError) as exc:
         seconds = timeout[1] if isinstance(timeout, tuple) else timeout
         raise translate(exc, name, seconds) from exc
-    except ValueError as exc:  # PyAV: unknown format name
-        raise InvalidArgumentError(f"Unknown input format: '{format}'", file=name) from exc
 
 
 def open_input(

@@ -127,6 +127,7 @@ class Source:
         self.live_options = LiveOptions(reconnect_attempts, reconnect_delay, live_timeout, live_drop, live_queue)
         open_args: dict[str, Any] = {"format": format, "options": options, "live": self.live_options}
         container: Any = open_input(url, **open_args)
+        self._closed_info: StreamInfo | None = None
         try:
             self.live_stats = LiveStats()
             self._stop = threading.Event()  # the run is ending: no more waiting to reopen
@@ -330,9 +331,14 @@ class Source:
 
     @property
     def info(self) -> StreamInfo:
-        s = self._stream
+        if self._closed_info is not None:  # the stream of a closed PyAV container is freed memory
+            return self._closed_info
         if self.autorotate and self._override is None and not self._filters.decided:
             self._peek()
+        return self._describe()
+
+    def _describe(self) -> StreamInfo:
+        s = self._stream
         rate = s.guessed_rate or s.average_rate
         sar = s.sample_aspect_ratio
         fmt = s.codec_context.format
@@ -386,6 +392,9 @@ class Source:
 
     def close(self) -> None:
         self._stop.set()
+        if self._closed_info is None and self._stream is not None:
+            # what the stream was, for a sink opened with no frame after the input ended (pipeline)
+            self._closed_info = self._describe()
         # Park the decoder's frame threads first, with the GIL released (flush_buffers is nogil):
         # freeing a frame-threaded decoder from a dealloc holds the GIL while it joins workers,
         # and a worker logging through PyAV's Python log callback then deadlocks (seen with

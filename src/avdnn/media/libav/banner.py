@@ -94,7 +94,9 @@ def dump_format(container: Any, index: int, url: str, *, output: bool) -> bool:
             avu.av_log_set_level(lib_level)
             av.logging.set_level(previous)
         tmp.seek(0)
-        text = tmp.read().decode("utf-8", "replace")
+        # a tag that is not UTF-8 (a Latin-1 title) shows its bytes as escapes, "Caf\\xe9": ffmpeg
+        # writes the raw byte, which a terminal cannot show and a text stream may refuse to take
+        text = tmp.read().decode("utf-8", "backslashreplace")
     sys.stderr.write(text)
     sys.stderr.flush()
     return True

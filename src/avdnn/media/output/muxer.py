@@ -46,6 +46,7 @@ from avdnn.media.output.target import (
     rw_timeout,
 )
 from avdnn.media.output.videoenc import AVFMT_VARIABLE_FPS
+from avdnn.media.tags import METADATA_ENCODING, METADATA_ERRORS
 
 __all__ = ["Muxer"]
 
@@ -151,7 +152,16 @@ class Muxer:
         import av
 
         try:
-            return av.open(file, "w", format=format, options=options, buffer_size=buffer_size)
+            return av.open(
+                file,
+                "w",
+                format=format,
+                options=options,
+                buffer_size=buffer_size,
+                # the input's tags, and -metadata from argv, written as the bytes they came as (media.tags)
+                metadata_encoding=METADATA_ENCODING,
+                metadata_errors=METADATA_ERRORS,
+            )
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.name) from exc
         except ValueError as exc:

@@ -116,6 +116,10 @@ class AudioEncodePath(EncodePath):
             *([("aformat", fmt)] if fmt else []),
         ]
         text = ",".join(part for part in (filters_text, f"aformat={fmt}" if fmt else "") if part)
+        if not self._dec.channels:  # the probe never found them (a cut file): abuffer refuses it, EINVAL
+            raise InvalidArgumentError(
+                f"stream #{stream.index}: Neither number of channels nor channel layout specified"
+            )
         if self._dec.layout.name.endswith(" channels"):  # unspecified order: ffmpeg's guess_input_channel_layout
             self._dec.layout = default_layout(self._dec.channels)
         self.info = probe_audio(
@@ -202,12 +206,15 @@ class AudioEncodePath(EncodePath):
                     self.hold_before_header(packet.size)
         try:
             frames = self._dec.decode(packet)
-        except av.InvalidDataError as exc:  # concealed as ffmpeg does: counted, decoding goes on
+        except av.EOFError:
+            return
+        except av.FFmpegError as exc:
+            # concealed as ffmpeg's decoder does with any error of send_packet/receive_frame (not
+            # only AVERROR_INVALIDDATA: a damaged AAC PCE is libavcodec's bare -1, "EPERM"):
+            # counted, decoding goes on
             key = f"decode error: {exc.strerror or exc}"
             self.stats.failed[key] = self.stats.failed.get(key, 0) + 1
             return
-        except av.FFmpegError as exc:
-            raise from_av_error(exc) from exc
         for frame in frames:
             self._in(frame)
 
