@@ -187,9 +187,9 @@ def test_the_password_never_prints(
         assert res.rc == 0, res.err
         assert sub.wait_for(lambda m: len(m) >= 2)  # new and end
         assert sub.events() == jsonl_events(out)
-        bad = avdnn_subprocess([*argv, chain.replace(password, "Wrong-77c1"), "-f", "null", "-"])
+        bad = avdnn_subprocess(["-y", *argv, chain.replace(password, "Wrong-77c1"), "-f", "null", "-"])
         assert bad.rc == 0, bad.err
-        debug = avdnn_subprocess(["-loglevel", "debug", *argv, chain, "-f", "null", "-"])
+        debug = avdnn_subprocess(["-y", "-loglevel", "debug", *argv, chain, "-f", "null", "-"])
     finally:
         sub.close()
     shown = f"mqtt://alice:***@127.0.0.1:{broker.port}/avdnn/{{stream}}/events"
