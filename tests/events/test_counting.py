@@ -210,3 +210,35 @@ def test_summary_and_dict_per_class() -> None:
     d = zone.as_dict()
     assert d["points"] == "32_0|64_0|64_64|32_64" and d["inside"] == [1, 2]
     assert d["dwell"]["car"]["visits"] == 1 and np.isclose(d["dwell"]["car"]["mean"], 9 / 25)
+
+
+def test_a_long_run_of_distinct_objects_keeps_the_zone_state_bounded_and_the_counts_right() -> None:
+    """600 objects, two at a time, each inside for 4 frames then dropped by the tracker: the counts are
+    every object's, the state per object id is the ``kept`` most recent, the older ones forgotten, counted."""
+    kept, n_objects = 50, 600
+    zone = right_half(kept=kept)
+    events: list[dict[str, Any]] = []
+    for n in range(n_objects // 2 * 5):
+        pair, step = divmod(n, 5)
+        objs = (
+            []
+            if step == 4
+            else [  # frame 4 of 5: both gone, the tracker drops them
+                Obj(2 * pair + k, ("car", "person")[k], {n: (40.0, 10.0 + 30 * k)}) for k in range(2)
+            ]
+        )
+        alive = frozenset(o.track_id for o in objs)
+        events += zone.update(det_at(objs, n), SIZE, n / 25, n, alive)
+    assert len(zone._visits) == 0 and len(zone.book.tracks) == 0  # every object left
+    assert len(zone._kept) == kept and sorted(zone.dwell_by_object) == list(range(n_objects - kept, n_objects))
+    assert zone.forgotten == n_objects - kept
+    assert [e["type"] for e in events] == ["enter", "enter", "exit", "exit"] * (n_objects // 2)
+    d = zone.as_dict()
+    assert d["entered"] == d["exited"] == d["objects"] == {"car": 300, "person": 300}
+    assert d["dwell"]["car"] == {"visits": 300, "mean": pytest.approx(3 / 25), "max": pytest.approx(3 / 25)}
+    assert d["forgotten"] == n_objects - kept and len(d["dwell_by_object"]) == kept
+    assert zone.summary_lines()[0] == "zone right: inside 0, entered 600 (600 objects), exited 600"
+    # an object forgotten by the bound that comes back is a new object; one still kept is not
+    for tid, label, n in ((0, "car", 2000), (n_objects - 1, "person", 2002)):
+        zone.update(det_at([Obj(tid, label, {n: (40.0, 10.0)})], n), SIZE, n / 25, n, frozenset({tid}))
+    assert zone.as_dict()["objects"] == {"car": 301, "person": 300}

@@ -15,11 +15,12 @@ from spine_util import need_installed
 import avdnn
 from avdnn.errors import InvalidArgumentError
 from avdnn.events import SINKS, listen, validate_event
-from avdnn.events.sinks.base import SinkStats
+from avdnn.events.sinks import file as file_sink
+from avdnn.events.sinks.base import Message, Sink
+from avdnn.events.sinks.file import FileSink
 from avdnn.filters.events import EventsFilter
 from avdnn.filters.options import bind_options
 from avdnn.graph.parse import split_options
-from avdnn.run.stats import RunStats
 
 SRC = "testsrc=s=64x64:r=25:d=1.6"  # 40 frames
 ZONE = "zone=right:32_0|iw_0|iw_ih|32_ih"
@@ -184,22 +185,46 @@ def test_a_tracked_constant_box_is_new_once_and_ends_at_eos(tmp_path: Path) -> N
     ]
 
 
-def test_a_sink_that_loses_a_message_is_an_accounting_violation() -> None:
-    import threading
+class _LosingFileSink(FileSink):
+    """A file sink with a bug: the fourth message it is given is neither written nor counted dropped."""
 
-    held = [0]
-    stats = SinkStats("mqtt", "mqtt://u:***@h/t", threading.Lock(), lambda: held[0])
-    stats.produced, stats.published = 5, 3
-    stats.dropped["buffer full"] = 1
-    run_stats = RunStats(reports=[stats])
-    assert run_stats.violations() == ["events sink mqtt 'mqtt://u:***@h/t' was given 5 message(s) but accounts for 4"]
-    held[0] = 1
-    stats.closed = True
-    assert run_stats.violations() == ["events sink mqtt 'mqtt://u:***@h/t' still holds 1 message(s) after close"]
-    assert not run_stats.check()
-    assert "events to mqtt 'mqtt://u:***@h/t': nothing: published 3, dropped 1 (buffer full 1), buffered 1" in (
-        run_stats.summary()
-    )
+    def send(self, message: Message) -> None:
+        if self.stats.produced == 3:
+            with self.lock:
+                self._given(message)
+            return
+        super().send(message)
+
+
+class _UnflushedFileSink(FileSink):
+    """A file sink with another bug: it closes without writing the lines it buffered."""
+
+    def close(self) -> None:
+        with self.lock:
+            out, self._out = self._out, None
+            if out is not None:
+                out.close()
+        Sink.close(self)
+
+
+@pytest.mark.parametrize(
+    ("sink", "violation", "shown"),
+    [
+        (_LosingFileSink, "was given 11 message(s) but accounts for 10", "published 10, dropped 0, buffered 0"),
+        (_UnflushedFileSink, "still holds 11 message(s) after close", "published 0, dropped 0, buffered 11"),
+    ],
+)
+def test_a_sink_that_loses_a_message_is_an_accounting_violation(
+    scripted: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sink: type, violation: str, shown: str
+) -> None:
+    """A real events stage, run and accounting, through a file sink that loses what it was given."""
+    monkeypatch.setattr(file_sink, "FileSink", sink)  # what the sink table loads for file=
+    f = tmp_path / "e.jsonl"
+    stats = run(f"{scripted},{ZONE},{LINE},events=file={f}", tmp_path)
+    assert stats.violations() == [f"events sink file '{f}' {violation}"]
+    assert not stats.check()
+    assert f"events to file '{f}': 11 events: {shown}" in stats.summary()
+    assert len(f.read_text().splitlines()) == int(shown.split()[1].rstrip(","))  # what it says it wrote
 
 
 def test_the_sink_table_and_help(avdnn_cli: Callable[..., Any]) -> None:

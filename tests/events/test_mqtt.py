@@ -22,7 +22,8 @@ from spine_util import need_installed
 import avdnn
 from avdnn.errors import BackendUnavailableError
 from avdnn.events import SINKS
-from avdnn.events.sinks.base import SinkStats
+from avdnn.events.sinks.base import Message, SinkOptions, SinkStats
+from avdnn.events.sinks.mqtt import MqttSink
 
 SRC = "testsrc=s=64x64:r=25:d=4"  # 100 frames
 OBJECTS = [horizontal(k + 1, ("car", "person", "bicycle")[k % 3], 8 * k, 14, 4, 4, y=4 * k) for k in range(12)]
@@ -188,9 +189,9 @@ def test_the_password_never_prints(
         assert res.rc == 0, res.err
         assert sub.wait_for(lambda m: len(m) >= 2)  # new and end
         assert sub.events() == jsonl_events(out)
-        bad = avdnn_subprocess([*argv, chain.replace(password, "Wrong-77c1"), "-f", "null", "-"])
+        bad = avdnn_subprocess(["-y", *argv, chain.replace(password, "Wrong-77c1"), "-f", "null", "-"])
         assert bad.rc == 0, bad.err
-        debug = avdnn_subprocess(["-loglevel", "debug", *argv, chain, "-f", "null", "-"])
+        debug = avdnn_subprocess(["-y", "-loglevel", "debug", *argv, chain, "-f", "null", "-"])
     finally:
         sub.close()
     shown = f"mqtt://alice:***@127.0.0.1:{broker.port}/avdnn/{{stream}}/events"
@@ -214,3 +215,40 @@ def test_without_paho_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(BackendUnavailableError, match=r"pip install 'avdnn\[events\]'") as err:
         list(avdnn.run("testsrc=s=32x32:d=0.04", "events=mqtt=mqtt://127.0.0.1:1/t", input_format="lavfi"))
     assert err.value.filter == "events"
+
+
+def test_field_values_are_made_topic_safe_and_a_message_paho_refuses_is_dropped_alone(
+    broker: Broker, subscriber: Subscriber
+) -> None:
+    """A label holding '+', '#', '/', NUL or nothing neither kills the delivery thread nor changes the
+    topic's levels; a topic over MQTT's limit is dropped and counted, and the messages after it go."""
+    labels = ["a+b", "#", "x/y", "nul\x00", "", "50%", "x" * 70000, "car"]
+    url = f"mqtt://127.0.0.1:{broker.port}/avdnn/{{stream}}/{{label}}/{{type}}"
+    sink = MqttSink(url, SinkOptions(stream="site/1", flush_timeout=10))
+    for seq, label in enumerate(labels):
+        sink.send(Message.of("event", {"type": "new", "seq": seq, "label": label, "track_id": seq}))
+    sink.close()
+    snap = sink.stats.snapshot()
+    assert (snap["produced"], snap["published"], snap["buffered"]) == (8, 7, 0)
+    assert snap["dropped"] == {"refused by paho: Publish topic is too long.": 1}
+    assert subscriber.wait_for(lambda m: len(m) >= 7)
+    got = [(topic, json.loads(payload)["label"]) for topic, payload, _ in subscriber.messages]
+    escaped = ["a%2Bb", "%23", "x%2Fy", "nul%00", "_", "50%25", "car"]
+    assert got == [
+        (f"avdnn/site%2F1/{e}/new", label) for e, label in zip(escaped, labels[:6] + labels[7:], strict=True)
+    ]
+
+
+def test_last_error_is_cleared_by_a_reconnection(broker: Broker) -> None:
+    sink = MqttSink(f"mqtt://127.0.0.1:{broker.port}/t", SinkOptions(flush_timeout=0.5))
+    try:
+        _wait(lambda: sink.stats.state == "connected", bound=30)
+        broker.stop()
+        _wait(lambda: sink.stats.last_error != "", bound=30)  # paho's reconnection fails meanwhile
+        assert sink.stats.last_error == f"cannot reach the broker at 127.0.0.1:{broker.port}"
+        broker.start()
+        _wait(lambda: sink.stats.reconnects == 1, bound=30)
+        snap = sink.stats.snapshot()
+        assert (snap["state"], snap["last_error"]) == ("connected", "")
+    finally:
+        sink.close()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import http.server
 import itertools
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,8 @@ import pytest
 from ev_util import Hook, Obj, free_port, horizontal, jsonl_events, script_filter
 
 import avdnn
-from avdnn.events.sinks.base import SinkStats
+from avdnn.events.sinks.base import Message, SinkOptions, SinkStats
+from avdnn.events.sinks.webhook import WebhookSink
 
 SRC = "testsrc=s=64x64:r=25:d=2"  # 50 frames
 OBJECTS = [horizontal(k + 1, "car", 10 * k, 14, 4, 4, y=10 * k) for k in range(4)]  # 12 events
@@ -104,3 +107,58 @@ def test_a_busy_object_is_posted_once_per_cooldown(
     assert h.posts[-1][1]["type"] == "end"
     snap = sink.snapshot()
     assert snap["published"] + snap["dropped"]["cooldown"] == len(written) == snap["produced"]
+
+
+class _Recorder(http.server.ThreadingHTTPServer):
+    """A loopback server that answers every request with ``status`` (and ``location``), recording each."""
+
+    def __init__(self, status: int = 204, location: str = "") -> None:
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
+        recorder = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                recorder.seen.append((self.command, self.path, dict(self.headers.items())))
+                self.send_response(status)
+                if location:
+                    self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = do_PUT = do_HEAD = _answer
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}{path}"
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_a_refusal_and_its_target_sees_nothing(status: int) -> None:
+    """urllib's default follows a 3xx to any host with the Authorization and custom headers: not here."""
+    target = _Recorder()
+    redirector = _Recorder(status, location=target.url("/stolen"))
+    try:
+        url = redirector.url("/hook").replace("http://", "http://bob:Hk-51ab@")
+        sink = WebhookSink(url, SinkOptions(headers=(("X-Api-Key", "Key-77e0"),), retries=2, flush_timeout=10))
+        for seq in range(3):
+            sink.send(Message.of("event", {"type": "new", "seq": seq, "track_id": seq}))
+        sink.close()
+    finally:
+        redirector.close()
+        target.close()
+    assert target.seen == []
+    assert [(method, path) for method, path, _ in redirector.seen] == [("POST", "/hook")] * 3  # never retried
+    snap = sink.stats.snapshot()
+    assert (snap["produced"], snap["published"], snap["buffered"]) == (3, 0, 0)
+    assert snap["dropped"] == {f"refused: HTTP {status}": 3}

@@ -14,11 +14,18 @@ Rules (docs/events.md has them with examples):
   time the object was seen inside when the tracker drops it (an ``exit`` with ``reason: lost``);
 * ``loiter`` S > 0: a ``loiter`` event once per visit when the dwell time reaches S seconds;
 * ``classes``: only objects whose label (by vote) is listed count; the others are ignored.
+
+Memory stays flat on a stream that never ends: the state of an object is dropped when its track
+is gone, the dwell times are kept as totals per label, and what is kept per object id (whether it
+was counted among ``objects``, its dwell in ``dwell_by_object``) is bounded to the
+:data:`OBJECTS_KEPT` most recent objects; older ones are forgotten, oldest first, and counted
+(``forgotten`` in :meth:`ZoneCounter.as_dict`): a forgotten object that comes back counts as a
+new one in ``objects``.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +36,23 @@ from avdnn.events.geometry import Points, anchors, box_scale, format_point, insi
 from avdnn.events.record import Event, Shape, ZoneState
 from avdnn.events.tracks import DEFAULT_LOST, TrackBook, box_fields
 from avdnn.media.detections import Detections
+
+#: object ids a zone remembers (counted among ``objects``, dwell per object), the most recent first
+OBJECTS_KEPT = 4096
+
+
+@dataclass
+class _Dwell:
+    """The finished visits of one label: how many, their total and longest dwell (seconds)."""
+
+    visits: int = 0
+    total: float = 0.0
+    longest: float = 0.0
+
+    def add(self, dwell: float) -> None:
+        self.visits += 1
+        self.total += dwell
+        self.longest = max(self.longest, dwell)  # a dwell is never negative
 
 
 @dataclass
@@ -58,6 +82,7 @@ class ZoneCounter:
         loiter: float = 0.0,
         classes: Sequence[str] = (),
         lost: float = DEFAULT_LOST,
+        kept: int = OBJECTS_KEPT,
     ) -> None:
         self.name = name
         self.points = points
@@ -71,11 +96,16 @@ class ZoneCounter:
         self._visits: dict[int, _Visit] = {}
         self.entered: Counter[str] = Counter()
         self.exited: Counter[str] = Counter()
-        self.objects: dict[str, set[int]] = {}
-        #: per label: the dwell times of finished visits, seconds
-        self.dwells: dict[str, list[float]] = {}
-        #: per track id: its total dwell time so far (finished visits), seconds
-        self.dwell_by_object: dict[int, float] = {}
+        #: per label: the distinct objects that entered
+        self.objects: Counter[str] = Counter()
+        #: per label: the finished visits
+        self.dwells: dict[str, _Dwell] = {}
+        self.kept = max(1, kept)
+        #: the ``kept`` objects that entered most recently or left: each one's total dwell of finished
+        #: visits (seconds; None before its first exit); an id here is counted in ``objects`` already
+        self._kept: OrderedDict[int, float | None] = OrderedDict()
+        #: objects dropped from that table for the bound, oldest first
+        self.forgotten = 0
         self.frames = 0
 
     def resize(self, width: int, height: int) -> None:
@@ -144,7 +174,9 @@ class ZoneCounter:
                 if is_in:
                     visit.entered_at, visit.loitered = visit.streak_time, False
                     self.entered[label] += 1
-                    self.objects.setdefault(label, set()).add(tid)
+                    if tid not in self._kept:
+                        self.objects[label] += 1
+                    self._keep(tid, self._kept.get(tid))
                     out.append(self._event("enter", det, i, label, {"since": visit.entered_at}))
                 else:
                     dwell = visit.streak_time - visit.entered_at
@@ -165,8 +197,21 @@ class ZoneCounter:
 
     def _count_exit(self, label: str, tid: int, dwell: float) -> None:
         self.exited[label] += 1
-        self.dwells.setdefault(label, []).append(dwell)
-        self.dwell_by_object[tid] = self.dwell_by_object.get(tid, 0.0) + dwell
+        self.dwells.setdefault(label, _Dwell()).add(dwell)
+        self._keep(tid, (self._kept.get(tid) or 0.0) + dwell)
+
+    def _keep(self, tid: int, dwell: float | None) -> None:
+        """Object ``tid`` as the most recent of the kept ones; beyond ``kept`` the oldest is forgotten."""
+        self._kept[tid] = dwell
+        self._kept.move_to_end(tid)
+        while len(self._kept) > self.kept:
+            self._kept.popitem(last=False)
+            self.forgotten += 1
+
+    @property
+    def dwell_by_object(self) -> dict[int, float]:
+        """Track id -> its total dwell of finished visits (seconds), of the kept objects that left once."""
+        return {tid: dwell for tid, dwell in self._kept.items() if dwell is not None}
 
     def inside(self) -> dict[int, str]:
         """Track id -> label of the objects inside now."""
@@ -183,19 +228,19 @@ class ZoneCounter:
 
     # -- the run's report ----------------------------------------------------------------
 
-    def _dwell_now(self) -> dict[str, list[float]]:
+    def _dwell_now(self) -> dict[str, _Dwell]:
         """Finished visits plus the ones still going (up to the last time seen inside), per label."""
-        out = {k: list(v) for k, v in self.dwells.items()}
+        out = {k: _Dwell(v.visits, v.total, v.longest) for k, v in self.dwells.items()}
         for tid, visit in self._visits.items():
             info = self.book.tracks.get(tid)
             if visit.inside and info is not None:
-                out.setdefault(info.label, []).append(visit.last_inside - visit.entered_at)
+                out.setdefault(info.label, _Dwell()).add(visit.last_inside - visit.entered_at)
         return out
 
     def summary_lines(self) -> list[str]:
         inside = self.inside()
         labels = sorted(set(self.entered) | set(self.exited) | set(inside.values()))
-        objects = sum(len(v) for v in self.objects.values())
+        objects = sum(self.objects.values())
         head = (
             f"zone {self.name}: inside {len(inside)}, entered {sum(self.entered.values())}"
             f" ({objects} object{'' if objects == 1 else 's'}), exited {sum(self.exited.values())}"
@@ -203,15 +248,15 @@ class ZoneCounter:
         lines = [head]
         dwell = self._dwell_now()
         for label in labels:
-            d = dwell.get(label, [])
-            times = f", dwell mean {np.mean(d):.1f} s, max {max(d):.1f} s" if d else ""
+            d = dwell.get(label)
+            times = f", dwell mean {d.total / d.visits:.1f} s, max {d.longest:.1f} s" if d and d.visits else ""
             now = sum(1 for v in inside.values() if v == label)
             lines.append(f"  {label}: inside {now}, entered {self.entered[label]}, exited {self.exited[label]}{times}")
         return lines
 
     def as_dict(self) -> dict[str, object]:
         dwell = self._dwell_now()
-        per_object = dict(self.dwell_by_object)
+        per_object = self.dwell_by_object
         for tid, visit in self._visits.items():
             if visit.inside:
                 per_object[tid] = per_object.get(tid, 0.0) + visit.last_inside - visit.entered_at
@@ -222,10 +267,15 @@ class ZoneCounter:
             "inside": sorted(self.inside()),
             "entered": dict(self.entered),
             "exited": dict(self.exited),
-            "objects": {k: len(v) for k, v in self.objects.items()},
-            "dwell": {k: {"visits": len(v), "mean": float(np.mean(v)), "max": max(v)} for k, v in dwell.items() if v},
+            "objects": dict(self.objects),
+            "dwell": {
+                k: {"visits": v.visits, "mean": v.total / v.visits, "max": v.longest}
+                for k, v in dwell.items()
+                if v.visits
+            },
             "dwell_by_object": {str(k): v for k, v in sorted(per_object.items())},
+            "forgotten": self.forgotten,
         }
 
 
-__all__ = ["ZoneCounter"]
+__all__ = ["OBJECTS_KEPT", "ZoneCounter"]

@@ -33,6 +33,7 @@ from avdnn.filters.base import Filter
 from avdnn.filters.metadata_jsonl import frame_record
 from avdnn.filters.options import INT_MAX, Option
 from avdnn.media.frame import Frame
+from avdnn.media.output.sidefile import current_overwrite
 
 log = logging.getLogger("avdnn.filters")
 
@@ -106,6 +107,7 @@ class EventsFilter(Filter):
                 retries=int(values.get("retries", 3)),
                 cooldown=float(values.get("cooldown", 0.0)),
                 headers=parse_headers(str(values.get("headers") or "")),
+                overwrite=current_overwrite(),
                 extra={"direct": bool(values.get("direct"))},
             )
             self.sinks: list[Sink] = []

@@ -4,7 +4,8 @@ Named after FFmpeg's ``metadata`` filter, whose ``mode=print:file=...`` writes f
 to a file while the frames go on: this one does the same for avdnn's detections, in JSON Lines.
 It passes every frame unchanged, so it sits anywhere in a chain next to a video output
 (``-vf dnn_detect=...,metadata_jsonl=file=out.jsonl,drawbox=... out.mp4``) or in the Python
-API. Options: ``file`` (path, ``-`` = standard output; FFmpeg's name), ``direct`` (flush after
+API. Options: ``file`` (path, ``-`` = standard output; FFmpeg's name; an existing file is replaced
+only with ``-y``, as an output: :mod:`avdnn.media.output.sidefile`), ``direct`` (flush after
 every line, as FFmpeg's metadata ``direct``). The file is flushed and closed at end of stream
 and on close; a frame without detections still gets its line (``"boxes": []``).
 
@@ -43,11 +44,12 @@ import math
 import sys
 from typing import IO, Any, ClassVar
 
-from avdnn.errors import InvalidArgumentError, from_errno
+from avdnn.errors import InvalidArgumentError
 from avdnn.events.record import LateEvents, analytics_of
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
 from avdnn.media.frame import Frame
+from avdnn.media.output.sidefile import current_overwrite, open_side_file
 from avdnn.tracking.summary import TrackRecord, TrackSummary
 
 #: Bumped when a field changes meaning or disappears (adding fields keeps it).
@@ -105,18 +107,10 @@ class MetadataJsonlFilter(Filter):
         #: the events stage's events after its last frame, and how many of them are written
         self._late: LateEvents | None = None
         self._late_written = 0
-        try:
-            self._out: IO[str] | None = (
-                sys.stdout
-                if self.path == "-"
-                else open(  # noqa: SIM115
-                    self.path, "w", encoding="utf-8"
-                )
-            )
-        except OSError as exc:
-            raise from_errno(
-                exc.errno or 5, f"could not open '{self.path}': {exc.strerror}", filter=self.label, file=self.path
-            ) from exc
+        # an existing file is replaced only with -y, as the output (media.output.sidefile)
+        self._out: IO[str] | None = (
+            sys.stdout if self.path == "-" else open_side_file(self.path, current_overwrite(), text=True)
+        )
 
     def filter(self, frame: Frame) -> list[Frame]:
         if self._out is None:

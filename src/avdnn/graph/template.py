@@ -24,6 +24,7 @@ from avdnn.errors import InvalidArgumentError
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
 from avdnn.filters.registry import get_filter, is_avdnn_filter
+from avdnn.graph.links import parse_graph
 from avdnn.graph.parse import (
     FilterSpec,
     _skip_ws,
@@ -44,36 +45,46 @@ class Filled:
     chain: str
     #: values of the options that name a file a filter writes, after ``place``, in chain order
     writes: tuple[str, ...]
+    #: the filter (its label: ``metadata_jsonl``, ``events@cam``) that writes each of ``writes``
+    writers: tuple[str, ...] = ()
 
 
-def fill_fields(chain: str, values: Mapping[str, object], *, place: Callable[[str], str] | None = None) -> Filled:
+def fill_fields(
+    chain: str, values: Mapping[str, object], *, place: Callable[[str], str] | None = None, graph: bool = False
+) -> Filled:
     """``chain`` with each ``{name}`` / ``{name:spec}`` of ``values`` filled inside option values.
 
     ``place(path)`` replaces the value of every option that names a file a filter writes
-    (``-`` is standard output, not a file). Raises InvalidArgumentError for a field in a model
-    option, a bad format spec, or a chain the parser refuses.
+    (``-`` is standard output, not a file). ``graph``: ``chain`` is a ``-filter_complex`` graph
+    (chains separated by ``;``, labels anywhere). Raises InvalidArgumentError for a field in a
+    model option, a bad format spec, or a chain the parser refuses.
     """
     pattern = _field_pattern(values)
-    parse_chain(chain)  # a chain the parser refuses fails here, with its own message
+    if graph:
+        parse_graph(chain)  # a graph the parser refuses fails here, with its own message
+    else:
+        parse_chain(chain)
     out: list[str] = []
     writes: list[str] = []
+    writers: list[str] = []
     pos = _skip_ws(chain, 0)
     out.append(chain[:pos])
     while pos < len(chain):
         start = pos
         spec, inputs, outputs, pos = parse_filter(chain, pos)
         args = _fill_args(spec, pattern, values, place, writes)
+        writers += [spec.label] * (len(writes) - len(writers))
         if args is None:
             out.append(chain[start:pos])
         else:
             labels_in = "".join(f"[{label}]" for label in inputs)
             labels_out = "".join(f"[{label}]" for label in outputs)
             out.append(labels_in + format_chain([FilterSpec(spec.name, spec.instance, args)]) + labels_out)
-        if pos < len(chain):  # the ',' between filters (parse_chain refused anything else)
+        if pos < len(chain):  # the ',' (or a graph's ';') between filters: the parser refused anything else
             nxt = _skip_ws(chain, pos + 1)
             out.append(chain[pos:nxt])
             pos = nxt
-    return Filled("".join(out), tuple(writes))
+    return Filled("".join(out), tuple(writes), tuple(writers))
 
 
 def _field_pattern(values: Mapping[str, object]) -> re.Pattern[str] | None:

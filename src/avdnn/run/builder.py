@@ -14,8 +14,10 @@ import contextlib
 from collections.abc import Callable, Sequence
 
 from avdnn.errors import AvdnnError, InvalidArgumentError, NotSupportedError
+from avdnn.graph.template import fill_fields
 from avdnn.media.input.source import Source
 from avdnn.media.libav.banner import announce_output
+from avdnn.media.output.sidefile import overwrite_scope, refuse_existing
 from avdnn.media.output.sink import Sink
 from avdnn.media.output.target import check_not_an_input
 from avdnn.media.output.videolane import VideoLane
@@ -63,12 +65,29 @@ class RunBuilder:
             url, input_format=fmt, input_options=options, source_options=self.request.source_options_of(k)
         )
 
+    def side_files(self) -> list[tuple[str, str]]:
+        """The files the request's filters write (``metadata_jsonl=file=``...): (filter label, path)."""
+        r = self.request
+        # with -filter_complex the chain is cut from the graph (labels and all): the graph says it
+        chains = [(r.filter_complex, True) if r.filter_complex else (self.filters, False)]
+        if self.stream_options is not None:  # -filter:v:1 ...: a chain of another video stream
+            chains += [(text, False) for (name, _), text in self.stream_options.per_stream.items() if name == "filter"]
+        filled = [fill_fields(text, {}, graph=graph) for text, graph in chains if text]
+        return [pair for f in filled for pair in zip(f.writers, f.writes, strict=True)]
+
     def frames(self) -> FrameStream:
         """The frames leaving the chain, for the caller's loop (the request has no output)."""
+        with overwrite_scope(self.request.overwrite):
+            return self._frames()
+
+    def _frames(self) -> FrameStream:
         r = self.request
         # every keyword is consumed or refused: frames handed to the caller come from input 0
         # through the chain (or from the graph's inputs), so the output's options have no use
+        # (but overwrite: it rules the files the filters write, when they write one)
         given = {**r.keywords(), "map": self.maps, "stream_options": self.stream_options, "rate": self.rate}
+        if self.side_files():
+            given.pop("overwrite")
         refuse_output_only(given, graph=None if self.graph is None else self.graph.linear)
         if len(self.pads) > 1:
             raise InvalidArgumentError(
@@ -96,6 +115,10 @@ class RunBuilder:
 
     def run(self) -> RunStats:
         """Run to the request's output; returns the accounting, or raises after finishing the output."""
+        with overwrite_scope(self.request.overwrite):  # the files the filters write: -y or not, as the output
+            return self._run()
+
+    def _run(self) -> RunStats:
         r = self.request
         opts = fold_stream_options(
             self.stream_options,
@@ -205,6 +228,11 @@ class RunBuilder:
         assert r.output is not None, "run() needs an output; frames() iterates"
         if isinstance(r.output, str) and r.overwrite:  # without -y the file exists: ffmpeg says that first
             check_not_an_input(r.output, [r.input_of(k)[:2] for k in range(r.n_inputs)])
+        for label, path in self.side_files():  # before the output is created, not after
+            try:
+                refuse_existing([path], r.overwrite)
+            except AvdnnError as exc:
+                raise exc.with_context(filter=label) from None
         stop = current_stop()
         return Sink(
             r.output,

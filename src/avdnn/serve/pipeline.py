@@ -12,15 +12,14 @@ Two kinds, as ``POST /api/pipelines`` takes them:
 Everything a request asks is checked before the request is answered: the argv, the chain (a
 filter that does not exist, an option it does not have), the output options. A source's run is
 then started; a file output that is there already (a restart, or the service restarted) is
-written beside it as ``NAME.1.EXT``, ``NAME.2.EXT``...: a recording is never overwritten by the
-service itself.
+written beside it as ``NAME.1.EXT``, ``NAME.2.EXT``..., and so are the files its filters write
+(:mod:`avdnn.serve.segments`): a recording is never overwritten by the service itself.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,6 +31,7 @@ from avdnn.serve.accounting import Totals
 from avdnn.serve.config import ServeConfig
 from avdnn.serve.errors import ConflictError, LimitError, UnknownError
 from avdnn.serve.eventbus import EventBus
+from avdnn.serve.segments import segment
 from avdnn.serve.source import ServedSource
 from avdnn.serve.specs import ArgsPipeline, PipelineSpec, SourceSpec, TemplatePipeline
 from avdnn.serve.watchdog import Watchdog
@@ -301,16 +301,5 @@ def _fixed(job: api.Job) -> Callable[[int], api.Job]:
 
 
 def _segment(job: api.Job, k: int) -> api.Job:
-    """The job of run ``k``: a regular file output already there is written as ``NAME.N.EXT`` beside it."""
-    out = job.output
-    if not isinstance(out, str) or out in ("-", "") or out.startswith("pipe:") or api.is_network_url(out, None):
-        return job
-    if not os.path.exists(out) or not os.path.isfile(out):  # new, or /dev/null, a fifo: written as it is
-        return job
-    if k == 0 and job.options.get("overwrite"):  # -y: the first run overwrites, as the command does
-        return job
-    stem, ext = os.path.splitext(out)
-    n = max(k, 1)
-    while os.path.exists(f"{stem}.{n}{ext}"):
-        n += 1
-    return api.Job(job.input, job.filters, output=f"{stem}.{n}{ext}", **job.options)
+    """The job of run ``k``: its output and sink files written as ``NAME.N.EXT`` when one is there (serve.segments)."""
+    return segment(job, k)

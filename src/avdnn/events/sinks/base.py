@@ -6,7 +6,7 @@ its backlog, and a thread of its own delivers. Every message a sink was given is
 exactly one of
 
 * **published**: the endpoint took it (the broker acknowledged a QoS 1 message, a QoS 0 one was
-  written to the socket, the webhook answered 2xx, the line was written);
+  written to the socket, the webhook answered 2xx, the OS took the whole line);
 * **buffered**: waiting in the backlog or in flight (sent, not yet acknowledged);
 * **dropped**, by cause: the backlog was full while the endpoint was away (the oldest message
   goes), the endpoint refused it, a webhook cooldown, or it was still undelivered when the run
@@ -66,6 +66,8 @@ class SinkOptions:
     retries: int = 3
     cooldown: float = 0.0
     headers: tuple[tuple[str, str], ...] = ()
+    #: the run's -y: whether a file sink may replace an existing file (media.output.sidefile)
+    overwrite: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -2,7 +2,9 @@
 
 ``mqtt=mqtt://[user[:password]@]host[:port][/topic]`` (``pip install 'avdnn[events]'``). The topic
 is a template (default ``avdnn/{stream}/events``) of the event's ``{stream}``, ``{type}``,
-``{label}`` and ``{track_id}``. With ``state=1`` every change of a zone or line count is also
+``{label}`` and ``{track_id}``; each value is made topic-safe (:func:`topic_safe`: ``%``, ``+``,
+``#``, ``/`` and the characters MQTT forbids become ``%XX``, an empty value ``_``), so a label
+cannot add a level, a wildcard or an empty topic. With ``state=1`` every change of a zone or line count is also
 published *retained* to ``<root>/{stream}/zone/<name>`` and ``<root>/{stream}/line/<name>``
 (``<root>``: the topic's first level, ``avdnn`` by default), so a client that subscribes later
 gets the current counts at once; with ``frames=1`` each frame's record goes to
@@ -17,12 +19,15 @@ restart loses nothing (delivery is at least once: a subscriber may see a repeat,
 A QoS 0 message in paho's socket queue when the connection broke is lost and counted as
 ``connection lost``. At the end of the run the sink waits up to ``flush_timeout`` seconds for
 the backlog and the acknowledgements, then counts what is left as ``undelivered at close``.
+A message paho refuses to publish (a topic or payload over MQTT's limits) is dropped and
+counted with paho's reason; the delivery thread goes on.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
@@ -42,6 +47,19 @@ CONNECTION_LOST = "connection lost (qos 0)"
 TOPIC_FIELDS = ("stream", "type", "label", "track_id")
 
 _ids = itertools.count()
+
+#: what a topic-safe value escapes: the escape itself, a level, the wildcards, and what MQTT
+#: forbids or mosquitto refuses in a topic (controls, surrogates, non-characters)
+_NONCHARS = "".join(chr(plane << 16 | low) for plane in range(17) for low in (0xFFFE, 0xFFFF))
+_UNSAFE = re.compile("[%+#/\x00-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef" + re.escape(_NONCHARS) + "]")
+
+
+def topic_safe(value: object) -> str:
+    """``value`` as one topic level: each unsafe character as ``%XX`` of its UTF-8 bytes, ``""`` as ``_``."""
+    text = str(value)
+    if not text:
+        return "_"
+    return _UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8", "surrogatepass")), text)
 
 
 def _paho() -> Any:
@@ -71,6 +89,8 @@ def parse_mqtt_url(url: str) -> tuple[str, int, str | None, str | None, str]:
     topic = unquote(parts.path.lstrip("/")) or DEFAULT_TOPIC
     if "#" in topic or "+" in topic:
         raise InvalidArgumentError(f"topic '{topic}': wildcards are for subscribing, not publishing", option="mqtt")
+    if "\x00" in topic:
+        raise InvalidArgumentError("topic: MQTT allows no NUL character in a topic", option="mqtt")
     try:
         topic.format_map(dict.fromkeys(TOPIC_FIELDS, "x"))
     except (KeyError, ValueError, IndexError) as exc:
@@ -135,12 +155,13 @@ class MqttSink(Sink):
 
     def topic_for(self, message: Message) -> str:
         rec = message.record
+        stream = topic_safe(self.stream)
         if message.kind == "state" and message.subject is not None:
-            return f"{self.root}/{self.stream}/{message.subject[0]}/{message.subject[1]}"
+            return f"{self.root}/{stream}/{topic_safe(message.subject[0])}/{topic_safe(message.subject[1])}"
         if message.kind == "frame":
-            return f"{self.root}/{self.stream}/frames"
-        fields = {"stream": self.stream, "type": rec.get("type", ""), "label": rec.get("label", "")}
-        fields["track_id"] = rec.get("track_id", "")
+            return f"{self.root}/{stream}/frames"
+        fields = {"stream": stream, "type": topic_safe(rec.get("type", "")), "label": topic_safe(rec.get("label", ""))}
+        fields["track_id"] = topic_safe(rec.get("track_id", ""))
         return self.topic.format_map(fields)
 
     # -- the delivery thread ---------------------------------------------------------------
@@ -157,9 +178,16 @@ class MqttSink(Sink):
                     return  # closing, and nothing left to hand over (or no more time for it)
                 message = self._handing = self.backlog.items.popleft()
             qos = 0 if message.kind == "frame" else self.qos
-            info = self.client.publish(
-                self.topic_for(message), message.payload, qos=qos, retain=message.kind == "state"
-            )
+            try:
+                info = self.client.publish(
+                    self.topic_for(message), message.payload, qos=qos, retain=message.kind == "state"
+                )
+            except ValueError as exc:  # paho's refusal of this message (a topic too long...): it alone goes
+                with ready:
+                    self._handing = None
+                    self._refused(f"refused by paho: {exc}")
+                    ready.notify_all()
+                continue
             no_conn = info.rc == self._mqtt.MQTT_ERR_NO_CONN
             with ready:
                 self._handing = None
@@ -168,7 +196,7 @@ class MqttSink(Sink):
                     self._connected = False
                     continue
                 if info.rc != 0 and not no_conn:  # paho's own refusal (never seen: our window is below its limits)
-                    self.stats.dropped[f"refused by paho: {self._mqtt.error_string(info.rc)}"] += 1
+                    self._refused(f"refused by paho: {self._mqtt.error_string(info.rc)}")
                     continue
                 # a QoS 1 message refused for want of a connection stays with paho, which sends it on reconnect
                 if info.mid in self._acked_early:
@@ -177,6 +205,12 @@ class MqttSink(Sink):
                 else:
                     self._inflight[info.mid] = message
                 ready.notify_all()
+
+    def _refused(self, cause: str) -> None:
+        """Count a message paho would not take; log a cause the first time (called under the lock)."""
+        if not self.stats.dropped[cause]:
+            log.warning("events: mqtt '%s': a message dropped: %s (such messages are counted)", self.stats.name, cause)
+        self.stats.dropped[cause] += 1
 
     # -- paho's callbacks (its network thread) ----------------------------------------------
 
@@ -190,6 +224,7 @@ class MqttSink(Sink):
                 log.info("events: mqtt '%s': connected again (%d waiting)", self.stats.name, self.held())
             self._connected = self._ever_connected = True
             self.stats.state = "connected"
+            self.stats.last_error = ""  # the problem it reported is over
             self.backlog.ready.notify_all()
 
     def _on_connect_fail(self, client: Any, userdata: Any) -> None:
@@ -269,4 +304,4 @@ class MqttSink(Sink):
         super().close()
 
 
-__all__ = ["DEFAULT_TOPIC", "MqttSink", "parse_mqtt_url"]
+__all__ = ["DEFAULT_TOPIC", "MqttSink", "parse_mqtt_url", "topic_safe"]

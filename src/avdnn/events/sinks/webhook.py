@@ -8,8 +8,10 @@ times, after 0.5 s, 1 s, 2 s... (at most 10 s); another 4xx is the endpoint's re
 retried. Events wait in the backlog (``buffer``) meanwhile, in order; a full backlog drops its
 oldest, counted. ``cooldown`` S > 0: at most one POST per object every S seconds of stream time
 (Frigate's notification cooldown); the events it suppresses are dropped by design and counted as
-``cooldown``, except ``end``, which always goes. The standard library's ``urllib`` does the HTTP:
-no extra to install.
+``cooldown``, except ``end``, which always goes. No redirect is followed: a 3xx answer is the
+endpoint's refusal (``refused: HTTP 302``), not retried, so an event and its credentials never
+go to a host other than the one given. The standard library's ``urllib`` does the HTTP: no extra
+to install.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import base64
 import threading
 import urllib.error
 import urllib.request
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from avdnn._util.redact import MASK, redact_url
@@ -28,6 +30,14 @@ from avdnn.events.sinks.base import COOLDOWN, UNDELIVERED, Backlog, Message, Sin
 #: retry back-off: first wait and cap, seconds
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 10.0
 _RETRIED_STATUS = frozenset({408, 429})
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follow no redirect: urllib's default re-sends the request (its Authorization and custom
+    headers too) to any host the answer names, as a GET without the body."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # the 3xx then reaches the caller as an HTTPError
 
 
 def parse_headers(text: str) -> tuple[tuple[str, str], ...]:
@@ -69,6 +79,7 @@ class WebhookSink(Sink):
         self.retries = options.retries
         self.cooldown = options.cooldown
         self.flush_timeout = options.flush_timeout
+        self._opener = urllib.request.build_opener(_NoRedirect)
         self.backlog = Backlog(self, options.buffer)
         self._last_post: dict[int, float] = {}
         self._sending: Message | None = None
@@ -136,7 +147,7 @@ class WebhookSink(Sink):
                 delay = min(delay * 2, BACKOFF_MAX)
             request = urllib.request.Request(self.url, data=message.payload, headers=self.headers, method="POST")
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as reply:
+                with self._opener.open(request, timeout=self.timeout) as reply:
                     reply.read()
                 return None
             except urllib.error.HTTPError as exc:
