@@ -135,7 +135,7 @@ def run_service(svc: K.Service, n: int, args: argparse.Namespace, rate: float) -
     batch = args.batch or n
     pid = f"density{n}"
     shared = f"{chain(args)}:model_instance=ssd:batch_size={batch}"
-    body = {"name": pid, "chain": shared, "output": ["-f", "null", os.devnull], "sources": []}
+    body = {"name": pid, "chain": shared, "output": ["-f", "null", "-"], "sources": []}
     try:
         body["sources"] = [{"id": "cam1", "url": cams[0].url}]
         svc.call("POST", "/api/pipelines", json=body)

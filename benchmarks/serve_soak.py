@@ -121,7 +121,7 @@ def main() -> int:
     samples: list[dict[str, Any]] = []
     try:
         sources = [{"id": f"cam{k + 1}", "url": c.url} for k, c in enumerate(cams)]
-        body = {"name": PID, "chain": chain, "output": ["-f", "null", os.devnull], "sources": sources}
+        body = {"name": PID, "chain": chain, "output": ["-f", "null", "-"], "sources": sources}
         svc.call("POST", "/api/pipelines", json=body)
         svc.wait_running(PID, [s["id"] for s in sources])
         t0 = time.monotonic()

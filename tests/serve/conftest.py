@@ -16,13 +16,17 @@ from serve_util import Served, tiny_detector  # noqa: E402 - after the skips: it
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[..., Served]]:
-    """``serve(**settings)``: the service on a free loopback port, stopped at the end of the test."""
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Served]]:
+    """``serve(**settings)``: the service on a free loopback port, stopped at the end of the test.
+
+    Its media root is pytest's base temporary folder unless a test gives one: every test's
+    ``tmp_path`` and the session's tiny detector are inside it."""
     if not os.path.exists("/proc/net/tcp"):
         pytest.skip("not applicable: the service tests read /proc/net/tcp (Linux) to know when a camera is up")
     started: list[Served] = []
 
     def start(**settings: Any) -> Served:
+        settings.setdefault("media_root", tmp_path_factory.getbasetemp())
         served = Served(**settings).start()
         started.append(served)
         return served

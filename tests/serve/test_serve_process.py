@@ -70,7 +70,7 @@ def test_sigterm_stops_every_pipeline_cleanly_and_the_state_brings_them_back(ffm
         'input_options = ["-f", "lavfi", "-re"]\n'
         f'sources = [{{id = "a", url = "{TESTSRC}"}}]\n'
     )
-    served = Process("--state", str(state), "--config", str(config))
+    served = Process("--state", str(state), "--config", str(config), "--media-root", str(tmp_path))
     made = {
         "name": "made",
         "chain": "vflip",
@@ -93,7 +93,7 @@ def test_sigterm_stops_every_pipeline_cleanly_and_the_state_brings_them_back(ffm
     assert all(n > 5 for n in first.values()), first  # finished: the oracle decodes every frame
 
     # started again on the same state: both pipelines come back (cfg once), writing beside the first files
-    served = Process("--state", str(state), "--config", str(config))
+    served = Process("--state", str(state), "--config", str(config), "--media-root", str(tmp_path))
     listed = served.client.get("/api/pipelines").json()["pipelines"]
     assert sorted(p["id"] for p in listed) == ["cfg", "made"]
     wait_for("both back", lambda: _flowing(served, "cfg", "a") and _flowing(served, "made", "b"))

@@ -8,11 +8,21 @@ template's fields filled as escaped option values); for a long-running service, 
 (outputs started and stopped one by one in one shared model scope, their accounting read live;
 ``OutputReopen`` reconnects a pushed output whose peer went away),
 ``check_job``/``check_chain`` (a run refused before it starts), ``fill_text`` (a template's fields
-in plain arguments), ``JpegEncoder`` (a frame as a JPEG) and ``is_network_url``.
+in plain arguments), ``JpegEncoder`` (a frame as a JPEG), ``is_network_url``, and
+``Confinement``/``confine_job``/``confine_argv`` (a stranger's job kept under a media root, its
+URLs on an allow-list).
 """
 
 from __future__ import annotations
 
+from avdnn.api.confine import (
+    ALLOWED_PROTOCOLS,
+    ConfinedArgv,
+    Confinement,
+    ConfinementError,
+    confine_argv,
+    confine_job,
+)
 from avdnn.api.many import Job, MultiFrameStream, OutputsFailedError, command_jobs, open_many, run_many
 from avdnn.api.running import (
     RUN_TIME_EDGES,
@@ -42,9 +52,13 @@ from avdnn.media.still import JpegEncoder
 from avdnn.run.exitstatus import NO_OUTPUT, exit_status, status_of
 
 __all__ = [
+    "ALLOWED_PROTOCOLS",
     "NO_OUTPUT",
     "RUN_TIME_EDGES",
     "STOP_GRACE",
+    "ConfinedArgv",
+    "Confinement",
+    "ConfinementError",
     "Filled",
     "FrameStream",
     "InstanceReport",
@@ -62,6 +76,8 @@ __all__ = [
     "check_chain",
     "check_job",
     "command_jobs",
+    "confine_argv",
+    "confine_job",
     "dump_input",
     "exit_status",
     "fill_fields",

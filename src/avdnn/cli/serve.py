@@ -2,6 +2,7 @@
 ``{"args": [...]}`` means exactly what the same words mean on the command line).
 
     avdnn serve [--host 127.0.0.1] [--port 8080] [--token T] [--state DIR] [--config FILE]
+                [--media-root DIR] [--model-dir DIR] [--allow-listen]
                 [--max-pipelines N] [--max-sources N] [--retry-interval S] [--stop-timeout S]
 """
 
@@ -20,6 +21,7 @@ from avdnn.errors import InvalidArgumentError
 __all__ = ["USAGE", "jobs_from_argv", "run_command"]
 
 USAGE = """usage: avdnn serve [--host 127.0.0.1] [--port 8080] [--token T] [--state DIR] [--config FILE]
+                   [--media-root DIR] [--model-dir DIR] [--allow-listen]
                    [--max-pipelines N] [--max-sources N] [--retry-interval S] [--stop-timeout S]
 
 The long-running service: pipelines started, changed and stopped over REST (/api, the OpenAPI
@@ -29,6 +31,10 @@ page at /docs), live previews, /metrics for Prometheus, /healthz and /readyz.
   --token T            every request must carry "Authorization: Bearer T" (or set AVDNN_SERVE_TOKEN)
   --state DIR          keep the pipelines' specs in DIR: they come back after a restart
   --config FILE        settings and pipelines to start, TOML or JSON (see docs/serve.md)
+  --media-root DIR     every local path a pipeline reads or writes must resolve inside DIR
+                       (default: the directory the service starts in); any other is a 403
+  --model-dir DIR      models may also come from DIR (besides the zoo and the media root)
+  --allow-listen       let inputs and outputs listen for a peer (?listen, -listen 1, mode=listener)
   --max-pipelines N    pipelines at once (default 16)
   --max-sources N      sources per pipeline (default 32)
   --retry-interval S   seconds between tries of an offline source (default 10)
@@ -55,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--token")
     p.add_argument("--state")
     p.add_argument("--config")
+    p.add_argument("--media-root", dest="media_root")
+    p.add_argument("--model-dir", dest="model_dir")
+    p.add_argument("--allow-listen", dest="allow_listen", action="store_true", default=None)
     p.add_argument("--max-pipelines", type=int, dest="max_pipelines")
     p.add_argument("--max-sources", type=int, dest="max_sources")
     p.add_argument("--retry-interval", type=float, dest="retry_interval")

@@ -34,7 +34,7 @@ from avdnn.tracking.summary import MAX_TRACKS
 
 CLASSIFY_OPTIONS: tuple[Option, ...] = (
     Option("confidence", "float", 0.5, 0, 1, help="threshold of confidence"),
-    Option("labels", "string", None, help="path to labels file"),
+    Option("labels", "string", None, help="path to labels file", reads=True),
     Option("target", "string", None, help="which one to be classified"),
     Option(
         "reclassify_interval",

@@ -50,7 +50,7 @@ NMS_MODES: dict[str, int] = {"auto": 0, "none": 1, "greedy": 2, "ffmpeg": 3, "we
 
 DETECT_OPTIONS: tuple[Option, ...] = (
     Option("confidence", "float", 0.5, 0, 1, help="threshold of confidence"),
-    Option("labels", "string", None, help="path to labels file"),
+    Option("labels", "string", None, help="path to labels file", reads=True),
     Option("model_type", "int", 0, -(2**31), INT_MAX, help="DNN detection model type", consts=MODEL_TYPES),
     Option("cell_w", "int", 0, 0, INT_MAX, help="cell width"),
     Option("cell_h", "int", 0, 0, INT_MAX, help="cell height"),

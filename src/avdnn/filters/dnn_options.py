@@ -50,7 +50,7 @@ MAX_OUTPUTS = 4
 MAX_BATCH_TIMEOUT = 60.0
 
 DNN_BASE_OPTIONS: tuple[Option, ...] = (
-    Option("model", "string", None, help="path to model file", group="dnn_base", joins_bare=(COLON_FORM,)),
+    Option("model", "string", None, help="path to model file", group="dnn_base", joins_bare=(COLON_FORM,), reads=True),
     Option("input", "string", None, help="input name of the model", group="dnn_base"),
     Option("output", "string", None, help="output name of the model (several separated by '&')", group="dnn_base"),
     Option(

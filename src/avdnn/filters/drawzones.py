@@ -66,7 +66,7 @@ class DrawZonesFilter(Filter):
         Option("fontsize", "int", 16, 4, 512, help="size of the counts' text"),
         Option("fontcolor", "string", "black", help="colour of the counts' text"),
         Option("boxcolor", "string", "yellow", help="colour of the box behind the counts"),
-        Option("fontfile", "string", None, help="font file for the counts (default: Pillow's)"),
+        Option("fontfile", "string", None, help="font file for the counts (default: Pillow's)", reads=True),
     )
 
     def __init__(self, values: dict[str, Any], *, label: str | None = None) -> None:

@@ -94,6 +94,9 @@ class Option:
     #: the value is a path the filter writes (a corpus run names it per file and writes it
     #: under a temporary name, as it does the output: avdnn.graph.template)
     writes: bool = False
+    #: the value is a path the filter reads (a model, a labels or font file): a served pipeline
+    #: confines it to its media root (avdnn.graph.files)
+    reads: bool = False
 
     def parse(self, text: str) -> Any:
         """The typed value of ``text``, or InvalidArgumentError/OutOfRangeError."""

@@ -236,7 +236,7 @@ class DrawTextFilter(Filter):
     name: ClassVar[str] = "drawtext"
     description: ClassVar[str] = "Draw text on top of video frames (labels from avdnn's detections)."
     options: ClassVar[tuple[Option, ...]] = (
-        Option("fontfile", "string", None, help="set font file"),
+        Option("fontfile", "string", None, help="set font file", reads=True),
         Option("text", "string", None, help="set text (unused with text_source)"),
         Option("fontcolor", "string", "black", help="set foreground color"),
         Option("boxcolor", "string", "white", help="set box color"),

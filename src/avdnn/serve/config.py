@@ -55,6 +55,12 @@ class ServeConfig:
     events_queue: int = 256
     #: seconds of per-source samples (one a second) kept for GET .../history and the page's charts
     history: int = 300
+    #: the folder every local path of a served pipeline resolves inside (None: the directory it starts in)
+    media_root: Path | None = None
+    #: a second folder models may come from (besides the zoo and the media root)
+    model_dir: Path | None = None
+    #: inputs and outputs may listen for a peer (``?listen``, ``-listen 1``, srt ``mode=listener``)
+    allow_listen: bool = False
     #: pipelines started with the service (bodies of POST /api/pipelines), from --config
     pipelines: list[dict[str, Any]] = field(default_factory=list)
 
@@ -71,6 +77,12 @@ class ServeConfig:
             raise InvalidArgumentError("an empty --token protects nothing", option="token")
         if self.state is not None:
             self.state = Path(self.state)
+        self.media_root = Path(os.path.realpath(self.media_root if self.media_root is not None else os.getcwd()))
+        self.model_dir = Path(os.path.realpath(self.model_dir)) if self.model_dir is not None else None
+        for name in ("media_root", "model_dir"):
+            folder = getattr(self, name)
+            if folder is not None and not folder.is_dir():
+                raise InvalidArgumentError(f"Invalid {name} '{folder}': not a folder", option=name)
 
 
 def load_config(path: str | os.PathLike[str] | None, **given: Any) -> ServeConfig:

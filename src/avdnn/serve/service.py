@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from avdnn import api
 from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.serve.config import ServeConfig
+from avdnn.serve.confine import confined_parser
 from avdnn.serve.errors import ConflictError, LimitError, UnavailableError, UnknownError
 from avdnn.serve.eventbus import EventBus
 from avdnn.serve.history import INTERVAL
@@ -57,7 +58,7 @@ class Service:
 
     def __init__(self, config: ServeConfig, parser: CommandParser | None = None) -> None:
         self.config = config
-        self._parser = parser or _no_parser
+        self._parser = confined_parser(parser or _no_parser, config)  # every job under the media root
         self._lock = threading.Lock()
         self._pipelines: dict[str, ServedPipeline] = {}
         self._order: dict[str, int] = {}

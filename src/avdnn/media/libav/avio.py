@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from avdnn import errors
 from avdnn.media.libav.bindings import _find, _fn, _load, _strerror
 
-__all__ = ["AvioWriter", "guess_codec", "protocol_name"]
+__all__ = ["AvioWriter", "guess_codec", "guess_muxer", "protocol_name"]
 
 _P = ctypes.c_void_p
 AVIO_FLAG_WRITE = 2
@@ -108,6 +108,14 @@ def protocol_name(url: str) -> str | None:
     avf, _ = _avformat()
     name = avf.avio_find_protocol_name(url.encode())
     return name.decode() if name else None
+
+
+def guess_muxer(format_name: str | None, filename: str) -> str | None:
+    """The muxer libavformat writes ``filename`` with (``av_guess_format``: ``-f`` first, then the
+    name's extension), as its first name; None when it has none."""
+    avf, _ = _avformat()
+    fmt = avf.av_guess_format(format_name.encode() if format_name else None, filename.encode(), None)
+    return fmt.contents.name.decode().split(",")[0] if fmt else None
 
 
 def guess_codec(format_name: str, filename: str, media_type: str) -> tuple[str | None, str | None]:

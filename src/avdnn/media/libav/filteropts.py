@@ -21,6 +21,7 @@ __all__ = [
     "filter_option_names",
     "filter_options",
     "option_consts",
+    "positional_names",
 ]
 
 _OPT_TYPES = {  # enum AVOptionType, libavutil >= 59 (starts at 1)
@@ -67,6 +68,8 @@ class OptionInfo:
     flags: int = 0
     array: bool = False
     owner: str = ""  # AVClass name: the filter's, or a child class's such as "framesync"
+    #: where the value lives in the filter's context: aliases share one (a positional value skips them)
+    offset: int = -1
 
 
 @dataclass(frozen=True)
@@ -167,6 +170,7 @@ def _walk(avu: ctypes.CDLL, cls: int, seen: set[int] | None, out: list[OptionInf
                 flags=o.flags,
                 array=array,
                 owner=owner,
+                offset=o.offset,
             )
         )
         opt = avu.av_opt_next(fake_obj, opt)
@@ -200,6 +204,19 @@ def filter_option_names(name: str) -> list[str] | None:
     if opts is None:
         return None
     return list(dict.fromkeys(o.name for o in opts if o.type != "const"))
+
+
+def positional_names(name: str) -> list[str]:
+    """The options a filter's positional values go to, in order, as libavfilter's process_options
+    takes them: its own options (no child class's), named constants and aliases skipped."""
+    out: list[str] = []
+    last = None
+    for o in filter_options(name, children=False) or []:
+        if o.type == "const" or o.offset == last:
+            continue
+        last = o.offset
+        out.append(o.name)
+    return out
 
 
 def option_consts(name: str, option: str) -> list[str]:
