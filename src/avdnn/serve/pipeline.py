@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from avdnn import api
-from avdnn._util.redact import redact_text, redact_url
+from avdnn._util.redact import redact_argv, redact_chain, redact_text, redact_url
 from avdnn.errors import InvalidArgumentError
 from avdnn.serve.accounting import Totals
 from avdnn.serve.config import ServeConfig
@@ -284,14 +284,16 @@ def instance_status(report: api.InstanceReport) -> dict[str, Any]:
 
 
 def shown_spec(spec: PipelineSpec) -> dict[str, Any]:
-    """The spec as asked, every URL's credentials redacted (what a response may carry)."""
+    """The spec as asked, with what it may show: every URL's credentials, the value after a secret
+    option of the argv (``-headers``, ``-decryption_key``...) and of a secret filter option of the
+    chain (an ``events`` webhook's ``headers``...) masked (:mod:`avdnn._util.redact`)."""
     data = spec.model_dump()
     if "args" in data:
-        data["args"] = [redact_text(a) for a in data["args"]]
+        data["args"] = redact_argv(data["args"])
     else:
-        data["chain"] = redact_text(data["chain"])  # a sink's URL in a filter's options
-        data["output"] = [redact_text(a) for a in data["output"]]
-        data["input_options"] = [redact_text(a) for a in data["input_options"]]
+        data["chain"] = redact_chain(data["chain"])
+        data["output"] = redact_argv(data["output"])
+        data["input_options"] = redact_argv(data["input_options"])
         data["sources"] = [{"id": s["id"], "url": redact_text(s["url"])} for s in data["sources"]]
     return data
 
