@@ -110,6 +110,14 @@ def protocol_name(url: str) -> str | None:
     return name.decode() if name else None
 
 
+def guess_format(filename: str) -> str | None:
+    """The muxer libavformat chooses for an output named ``filename`` with no ``-f`` (its extension,
+    an image sequence pattern), as ffmpeg chooses it; None when it can choose none."""
+    avf, _ = _avformat()
+    fmt = avf.av_guess_format(None, filename.encode(), None)
+    return fmt.contents.name.decode() if fmt else None
+
+
 def guess_codec(format_name: str, filename: str, media_type: str) -> tuple[str | None, str | None]:
     """``av_guess_codec`` for a stream of ``media_type`` in an output of ``format_name`` named
     ``filename``: (the codec's name, the encoder libavcodec has for it), each None when there is none.
