@@ -138,10 +138,8 @@ class ServiceCollector(Collector):
         )
         states = dict.fromkeys(STATES, 0)
         states["failed"] += len(self._service.failed())
-        left = 0
         for p in self._service.pipelines():
             states[p.state] = states.get(p.state, 0) + 1
-            left += len(p.lingering())
             for sid, state, t, served in p.all_totals():
                 ids = [p.id, sid]
                 frames.add_metric([*ids, "read", ""], t.read)
@@ -179,7 +177,7 @@ class ServiceCollector(Collector):
         for state, n in states.items():
             pipelines.add_metric([state], n)
         behind = GaugeMetricFamily("avdnn_runs_left_behind", "Runs stopped but still blocked in their input")
-        behind.add_metric([], left)
+        behind.add_metric([], self._service.left_behind())
         published = CounterMetricFamily("avdnn_events_published", "Events published", labels=["sink"])
         dropped = CounterMetricFamily("avdnn_events_dropped", "Events dropped", labels=["sink"])
         for source in list(self._service.event_counters):  # the event bus's sinks (listener, sse)

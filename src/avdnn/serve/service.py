@@ -206,7 +206,7 @@ class Service:
             pid = pid or spec.name or self._fresh_id()
             if pid in self._pipelines or pid in self._failed:
                 raise ConflictError(f"a pipeline '{pid}' exists already")
-            held = len(self._pipelines) + self._left_behind()
+            held = len(self._pipelines) + self._count_left()
             if held >= self.config.max_pipelines:
                 behind = f" ({held - len(self._pipelines)} left behind, blocked in their input)"
                 raise LimitError(
@@ -236,7 +236,7 @@ class Service:
         log.info("avdnn serve: pipeline %s created (%d source(s))", pid, len(pipeline.sources))
         return pipeline
 
-    def _left_behind(self) -> int:
+    def _count_left(self) -> int:
         """Deleted pipelines whose run is still blocked in its input (under the lock)."""
         for pid in [pid for pid, p in self._left.items() if not p.lingering()]:
             del self._left[pid]
@@ -271,6 +271,12 @@ class Service:
         """The running pipelines, then the ended ones kept (those that failed at start: :meth:`failed`)."""
         with self._lock:
             return [*self._pipelines.values(), *self._ended.values()]
+
+    def left_behind(self) -> int:
+        """Runs stopped but still blocked in their input, in every pipeline (deleted ones too)."""
+        with self._lock:
+            pipelines = {id(p): p for p in (*self._pipelines.values(), *self._ended.values(), *self._left.values())}
+        return sum(len(p.lingering()) for p in pipelines.values())
 
     def failed(self) -> list[FailedPipeline]:
         """The pipelines that could not be started from the state or the config file."""
