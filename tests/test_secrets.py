@@ -17,7 +17,15 @@ import pytest
 from spine_util import run_cli
 
 import avdnn
-from avdnn._util.redact import MASK, RedactingStream, is_secret_name, redact_text, redact_url
+from avdnn._util.redact import (
+    MASK,
+    RedactingStream,
+    is_secret_name,
+    redact_argv,
+    redact_chain,
+    redact_text,
+    redact_url,
+)
 from avdnn.errors import AvdnnError, IOFailureError, NotFoundError
 from avdnn.filters.base import Filter
 from avdnn.media.frame import Frame
@@ -66,6 +74,45 @@ def test_every_kind_of_secret_is_masked(text: str) -> None:
 )
 def test_what_is_no_secret_is_shown_as_is(text: str) -> None:
     assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["-decryption_key", "-decryption_key:v", "-cenc_decryption_key", "-encryption_key", "-key", "-cryptokey",
+     "-passphrase", "-password", "-ftp-password", "-headers", "-cookies", "-srtp_in_params", "-srtp_out_params",
+     "-auth_type", "-rtmp_conn", "-authorization", "-secret", "-private_key", "-activation_bytes", "-key_pem"],
+)  # fmt: skip
+def test_the_value_after_a_secret_option_is_masked_in_an_argv_and_in_text(option: str) -> None:
+    argv = ["-f", "lavfi", option, SECRET, "-i", "testsrc", "-y", "out.mp4"]
+    assert redact_argv(argv) == ["-f", "lavfi", option, MASK, "-i", "testsrc", "-y", "out.mp4"]
+    for text in (" ".join(argv), repr(argv)):
+        assert SECRET not in redact_text(text), text
+
+
+def test_an_argv_keeps_what_is_no_secret_and_redacts_its_urls_and_chains() -> None:
+    argv = ["-i", f"rtsp://u:{SECRET}@cam/s", "-vf", f"events=headers=X-Api-Key={SECRET}", "-streamid"]
+    argv += [f"#!::r=live,s={SECRET}", "-c:v", "libx264", "-metadata", "title=yard", "out.mkv"]
+    shown = ["-i", "rtsp://u:***@cam/s", "-vf", "events=headers=***", "-streamid"]
+    shown += ["#!::r=live,s=***", "-c:v", "libx264", "-metadata", "title=yard", "out.mkv"]
+    assert redact_argv(argv) == shown
+
+
+@pytest.mark.parametrize(
+    ("chain", "shown"),
+    [
+        (f"events=webhook=http\\://h\\:9/x:headers=X-Api-Key={SECRET}|Authorization=Bearer {SECRET}:stream=a",
+         "events=webhook=http\\://h\\:9/x:headers=***:stream=a"),
+        (f"hflip,events=headers='X-Api-Key={SECRET}':stream=a[out]", "hflip,events=headers=***:stream=a[out]"),
+        (f"events=headers=X-Api-Key\\={SECRET},hflip", "events=headers=***,hflip"),
+        (f"[in]events=stream=a:mqtt=mqtt://u:{SECRET}@h:1883/t;[a]hflip", "[in]events=stream=a:mqtt=mqtt://u:***@h:1883/t;[a]hflip"),
+        (f"events=mqtt=mqtt\\://u\\:{SECRET}@h", "events=mqtt=mqtt\\://u\\:***@h"),
+        (f"zmq=bind_address=x:token={SECRET}:password={SECRET}", "zmq=bind_address=x:token=***:password=***"),
+        ("scale=w=32:h=-2,colorkey=0x3BBD1E:0.3,drawtext=text=hello\\, world", None),
+        ("x=1,,,;;[[[", None),
+    ],
+)  # fmt: skip
+def test_a_secret_filter_option_is_masked_however_it_is_quoted(chain: str, shown: str | None) -> None:
+    assert redact_chain(chain) == (chain if shown is None else shown)
 
 
 def test_secret_names() -> None:

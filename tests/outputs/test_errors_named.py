@@ -31,3 +31,17 @@ def test_an_unknown_audio_encoder_is_encoder_not_found(ffmpeg: str, clip: dict[s
     got = run_cli(["-hide_banner", "-loglevel", "error", *args, str(tmp_path / "a.mkv")])
     assert want.rc == 8 and got.rc == want.rc, (got.err, want.err)
     assert "Unknown encoder 'nosuch'" in got.err, got.err
+
+
+@pytest.mark.parametrize("name", ["", "x", "out.unknownext"])
+def test_an_output_with_no_muxer_to_choose_is_refused_in_ffmpegs_words(name: str, ffmpeg: str, tmp_path: Path) -> None:
+    """No -f and a name libavformat guesses no muxer for: libavformat's line, exit 234 (EINVAL)."""
+    src = ["-f", "lavfi", "-i", "testsrc2=size=64x48:d=0.2"]
+    want = run_ffmpeg(ffmpeg, [*src, name])
+    got = run_cli(["-hide_banner", "-loglevel", "error", *src, name])
+    line = (
+        f"Unable to choose an output format for '{name}'; use a standard extension for the filename "
+        "or specify the format manually."
+    )
+    assert want.rc == 234 and got.rc == want.rc, (got.err, want.err)
+    assert line in want.err and got.err.strip().splitlines()[-1] == f"avdnn: {line}", got.err

@@ -144,16 +144,26 @@ def test_bad_requests_get_one_line_errors(serve: Any) -> None:
 
 
 def test_no_credential_in_any_response_log_line_or_metric(
-    serve: Any, ffmpeg: str, caplog: pytest.LogCaptureFixture
+    serve: Any, ffmpeg: str, caplog: pytest.LogCaptureFixture, tmp_path: Any
 ) -> None:
+    """URL-shaped secrets, a webhook's header values in the chain (escaped, quoted), and the value
+    after a secret option of the argv (``-encryption_key``, ``-decryption_key``, ``-headers``)."""
     caplog.set_level(logging.DEBUG)
     served = serve(stall_after=2.0)
     secret = "s3cr3t-pw"
+    key = "5ec7e75ec7e75ec7e75ec7e75ec7e75e"  # a key is hex: a secret of its own
+    hook = f"http\\://127.0.0.1\\:9/hook:headers=X-Api-Key={secret}|Authorization=Bearer {secret}"
+    quoted = f"stream=b:headers='X-Token={secret}':webhook=http\\://u\\:{secret}@127.0.0.1\\:9/h"
     with Camera(ffmpeg) as cam:
         url = f"tcp://admin:{secret}@127.0.0.1:{cam.port}?passphrase={secret}"
         body = {
             "name": "yard",
-            "output": ["-metadata", f"comment=rtmp://u:{secret}@example.org/live", "-f", "null", "-"],
+            "chain": f"events=stream=a:webhook={hook},events={quoted}",
+            "output": [
+                *("-metadata", f"comment=rtmp://u:{secret}@example.org/live"),
+                *("-encryption_scheme", "cenc-aes-ctr", "-encryption_key", key, "-encryption_kid", "0" * 32),
+                str(tmp_path / "{source}.mp4"),
+            ],
             "sources": [{"id": "cam", "url": url}],
         }
         seen = []
@@ -164,6 +174,9 @@ def test_no_credential_in_any_response_log_line_or_metric(
         assert row
         shown = source(served.status("yard"), "cam")["url"]
         assert shown == f"tcp://admin:***@127.0.0.1:{cam.port}?passphrase=***"
+        spec = served.status("yard")["spec"]
+        assert spec["chain"].startswith("events=stream=a:webhook=http\\://127.0.0.1\\:9/hook:headers=***,events=")
+        assert spec["output"][4:7] == ["-encryption_key", "***", "-encryption_kid"]
         for path in ("/api/pipelines", "/api/pipelines/yard", "/api/pipelines/yard/sources/cam", "/metrics"):
             seen.append(served.client.get(path).text)
         r = served.client.post("/api/pipelines", json={**body, "name": "x y"})  # a schema error: never echoed
@@ -171,8 +184,17 @@ def test_no_credential_in_any_response_log_line_or_metric(
         seen.append(r.text)
         r = served.client.post("/api/pipelines", json={**body, "name": "bad", "chain": "nosuchfilter"})
         seen.append(r.text)
+        bad_chain = f"events=stream=a:b:headers=X-Api-Key={secret}"  # an error quoting the options
+        r = served.client.post("/api/pipelines", json={**body, "name": "bad", "chain": bad_chain})
+        assert r.status_code == 400 and "No option name near" in r.json()["detail"]
+        seen.append(r.text)
+        argv = ["-decryption_key", key, "-headers", f"X-Api-Key: {secret}", "-f", "lavfi", "-i", TESTSRC]
+        r = served.client.post("/api/pipelines", json={"name": "opts", "args": [*argv, "-f", "null", "-"]})
+        seen.append(r.text)
+        seen.append(served.client.get("/api/pipelines").text)
         seen.append(served.client.delete("/api/pipelines/yard").text)
         seen.append(served.client.get("/metrics").text)
     for text in seen:
-        assert secret not in text
-    assert caplog.records and not [r.getMessage() for r in caplog.records if secret in r.getMessage()]
+        assert secret not in text and key not in text, text
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged and not [m for m in logged if secret in m or key in m]

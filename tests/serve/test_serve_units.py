@@ -3,7 +3,9 @@ the accounting over runs, file outputs beside the earlier ones, the state's file
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import stat
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from serve_util import wait_for
 
 import avdnn
 from avdnn import api
-from avdnn.errors import InvalidArgumentError
+from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.graph.parse import parse_chain, split_options
 from avdnn.run.latency import Latency
 from avdnn.serve.accounting import LATENCY_EDGES, RunView, Totals
@@ -103,19 +105,55 @@ def test_a_file_output_already_there_is_written_beside_it(tmp_path: Path) -> Non
         assert _segment(api.Job("in.mp4", output=kept), 3).output == kept
 
 
-def test_the_state_is_written_atomically_and_privately(tmp_path: Path) -> None:
+def test_the_state_is_written_atomically_and_privately(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     state = StateDir(tmp_path / "st")
     state.save("b", 1, {"args": ["-i", "x", "y"]})
     state.save("a", 0, {"chain": ""})
     state.save("b", 1, {"args": ["-i", "x", "z"]})
-    (state.dir / "junk.json").write_text("{not json")
-    assert state.load() == [("a", 0, {"chain": ""}), ("b", 1, {"args": ["-i", "x", "z"]})]
-    assert sorted(p.name for p in state.dir.iterdir()) == ["a.json", "b.json", "junk.json"]  # no temporary left
+    assert [(e.id, e.order, e.spec) for e in state.load()] == [
+        ("a", 0, {"chain": ""}),
+        ("b", 1, {"args": ["-i", "x", "z"]}),
+    ]
+    assert sorted(p.name for p in state.dir.iterdir()) == ["a.json", "b.json"]  # no temporary left
     assert stat.S_IMODE(state.dir.stat().st_mode) == 0o700
     assert stat.S_IMODE((state.dir / "a.json").stat().st_mode) == 0o600
+    kept = (state.dir / "b.json").read_bytes()
+    for step in ("fsync", "replace"):  # a full disk at the sync, then at the rename: the old spec survives
+        real = getattr(os, step)
+
+        def full(*args: object, real: object = real, step: str = step) -> None:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(os, step, full)
+        with pytest.raises(AvdnnError, match="No space left on device") as caught:
+            state.save("b", 1, {"args": ["-i", "x", "NEW"]})
+        monkeypatch.setattr(os, step, real)
+        assert caught.value.code == -errno.ENOSPC
+        assert (state.dir / "b.json").read_bytes() == kept
+        assert sorted(p.name for p in state.dir.iterdir()) == ["a.json", "b.json"]
     state.remove("a")
     state.remove("a")
-    assert [e[0] for e in state.load()] == ["b"]
+    assert [e.id for e in state.load()] == ["b"]
+
+
+def test_bad_state_files_are_entries_with_a_cause_never_an_error(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "st")
+    state.save("good", 0, {"chain": ""})
+    (state.dir / "junk.json").write_text("{not json")
+    (state.dir / "up.json").write_text(json.dumps({"id": "../../x", "order": 1, "spec": {}}))
+    (state.dir / "other.json").write_text(json.dumps({"id": "good", "order": 2, "spec": {}}))
+    (state.dir / "nospec.json").write_text(json.dumps({"id": "nospec", "order": 3}))
+    entries = state.load()
+    assert [(e.id, e.path.name) for e in entries] == [
+        ("good", "good.json"),
+        (None, "junk.json"),
+        (None, "nospec.json"),
+        (None, "other.json"),
+        (None, "up.json"),
+    ]
+    causes = [e.cause or "" for e in entries[1:]]
+    assert causes[2].endswith("its id is not its file's name") and "not a pipeline id" in causes[3]
+    assert all(c.startswith("its state file is not a pipeline spec: ") for c in causes)
 
 
 def test_the_config_file_and_the_flags(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ import logging
 import re
 import threading
 import traceback
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "RedactingStream",
     "install",
     "is_secret_name",
+    "redact_argv",
+    "redact_chain",
     "redact_record",
     "redact_text",
     "redact_url",
@@ -69,6 +72,18 @@ _SECRET_NAMES = frozenset(
         "hdnea",
         "policy",
         "authorization",
+        # FFmpeg's options whose value is a secret though no part of their name says so: http's
+        # -headers and -cookies lists, SRTP's key material, the RTMP connection parameters (auth
+        # tokens ride in them) and a publishing stream key, Audible's activation bytes, a PEM key
+        "headers",
+        "cookies",
+        "srtp_in_params",
+        "srtp_out_params",
+        "cryptokey",
+        "rtmp_conn",
+        "rtmp_playpath",
+        "activation_bytes",
+        "key_pem",
     }
 )
 #: Parts that make a name a secret wherever they appear in it.
@@ -143,8 +158,27 @@ _HEADER = re.compile(r"(?:(?<![\w-])|(?<=\\[rn]))([A-Za-z][A-Za-z0-9-]*)(:[ \t]*
 _HEADER_NAMES = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
 #: ``name=value`` outside a URL (a request line ``GET /x.ts?token=...``, an option list): the
 #: value runs to white space, ``&``, a quote or a ``:``/``,`` separator.
-_PAIR = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)=([^\s&'\"<>:,;]+)")
+_PAIR = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*)(\\?=)((?:'[^'\n]*'|\\[^\s]|[^\s&'\"<>:,;\\])+)")
 _STREAMID = re.compile(r"(?i)(streamid=)(#!::[^\s&'\"<>]*)")
+
+
+#: A header list or credential option whose value may hold spaces and ``=`` (``headers=Authorization=
+#: Bearer X|X-Api-Key=Y``, ``cookies=a=1; b=2``): outside a URL its value runs to the end of the option
+#: (an unescaped ``:``, a quote, the end of the line).
+_LINE_PAIR = re.compile(
+    r"(?i)(?<![\w.-])(headers|cookies?|set[_-]cookie|authorization|proxy[_-]authorization)(\\?=)(?!\*\*\*)"
+    r"((?:'[^']*'|\\.|[^\r\n'\":\\])+)"
+)
+#: ``-option value`` as an argv shows it in free text (``-decryption_key 0a1b``, a list's repr
+#: ``'-passphrase', 'x'``): the word after an option with a secret name.
+_ARG = re.compile(r"(?<![\w-])-([A-Za-z][\w-]*)((?::[^\s'\"]*)?['\"]?,?[ \t]+['\"]?)([^\s'\"]+)")
+
+
+def _pair(m: re.Match[str]) -> str:
+    """``name=***`` for a secret name; else the pair with the pairs inside its value looked at."""
+    if is_secret_name(m.group(1)):
+        return m.group(1) + m.group(2) + MASK
+    return m.group(1) + m.group(2) + _PAIR.sub(_pair, m.group(3))
 
 
 def _header(m: re.Match[str]) -> str:
@@ -162,8 +196,169 @@ def redact_text(text: str) -> str:
         text = _HEADER.sub(_header, text)
     if "=" in text:
         text = _STREAMID.sub(lambda m: m.group(1) + _streamid(m.group(2)), text)
-        text = _PAIR.sub(lambda m: f"{m.group(1)}={MASK}" if is_secret_name(m.group(1)) else m.group(0), text)
+        text = _LINE_PAIR.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+        text = _PAIR.sub(_pair, text)
+    if "-" in text:
+        text = _ARG.sub(
+            lambda m: "-" + m.group(1) + m.group(2) + MASK if is_secret_name(m.group(1)) else m.group(0), text
+        )
     return text
+
+
+# -- argv and filter chains: masked by option name --------------------------------------------
+
+#: argv options whose value is a filtergraph (its options masked by :func:`redact_chain`)
+_CHAIN_OPTIONS = frozenset({"vf", "af", "filter", "filter_complex", "lavfi"})
+#: SRT's stream id as an option (its session field masked, the rest kept)
+_STREAMID_OPTIONS = frozenset({"streamid", "srt_streamid"})
+
+
+def _option_name(word: str) -> str | None:
+    """``decryption_key`` of ``-decryption_key:v:0``; None for a word that is no option."""
+    if len(word) < 2 or word[0] != "-" or not (word[1].isalpha() or word[1] == "_"):
+        return None
+    return word[1:].partition(":")[0]
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """An ffmpeg-style argv as it may be shown: the word after an option with a secret name
+    (``-decryption_key``, ``-passphrase``, ``-headers``, ``-cookies``, ``-srtp_in_params``, any
+    ``-auth_*``...) masked whole, filtergraphs through :func:`redact_chain`, every other word
+    through :func:`redact_text` (URLs). Every option word is looked at, so an option taken for a
+    value never hides the secret after it.
+    """
+    out: list[str] = []
+    after: str | None = None
+    for word in argv:
+        if after is not None and is_secret_name(after):
+            out.append(MASK)
+        elif after in _CHAIN_OPTIONS:
+            out.append(redact_chain(word))
+        elif after in _STREAMID_OPTIONS:
+            out.append(redact_text(_streamid(word)))
+        else:
+            out.append(redact_text(word))
+        after = _option_name(word)
+    return out
+
+
+_GRAPH_WS = " \n\t\r"  # libavfilter's WHITESPACES
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/.")
+
+
+def _token(s: str, pos: int, term: str) -> tuple[list[int], int]:
+    """av_get_token() over ``s[pos:]``, giving the index in ``s`` of each character of the token
+    (quotes and escapes removed) and where it stopped (as :mod:`avdnn.graph.parse` reads it)."""
+    n = len(s)
+    while pos < n and s[pos] in _GRAPH_WS:
+        pos += 1
+    chars: list[int] = []
+    end = 0
+    while pos < n and s[pos] not in term:
+        c = s[pos]
+        pos += 1
+        if c == "\\" and pos < n:
+            chars.append(pos)
+            pos += 1
+            end = len(chars)
+        elif c == "'":
+            while pos < n and s[pos] != "'":
+                chars.append(pos)
+                pos += 1
+            if pos < n:
+                pos += 1
+                end = len(chars)
+        else:
+            chars.append(pos - 1)
+    while len(chars) > end and s[chars[-1]] in _GRAPH_WS:
+        chars.pop()
+    return chars, pos
+
+
+def _key(s: str, pos: int) -> tuple[str, int] | None:
+    """opt.c get_key(): ``[ws] key [ws] '='`` at ``pos``: (key, index after '='), else None."""
+    while pos < len(s) and s[pos] in _GRAPH_WS:
+        pos += 1
+    start = pos
+    while pos < len(s) and s[pos] in _KEY_CHARS:
+        pos += 1
+    key = s[start:pos]
+    while pos < len(s) and s[pos] in _GRAPH_WS:
+        pos += 1
+    return (key, pos + 1) if pos < len(s) and s[pos] == "=" else None
+
+
+def _secret_values(text: str, args: list[int]) -> list[tuple[int, int]]:
+    """The spans of ``text`` (first, last index) holding a secret option value of one filter
+    whose arguments are the characters ``args`` of ``text`` (level 2: options split on ``:``)."""
+    s = "".join(text[i] for i in args)
+    spans: list[tuple[int, int]] = []
+    for m in _URL.finditer(s):  # a URL, its ':' escaped or not: where its redaction differs
+        first, last = _changed(m.group(0), redact_url(m.group(0)))
+        if first <= last:
+            spans.append((args[m.start() + first], args[m.start() + last]))
+    pos = 0
+    while pos < len(s):
+        got = _key(s, pos)
+        key, start = got if got is not None else (None, pos)
+        value, stop = _token(s, start, ":")
+        v = "".join(s[i] for i in value)
+        if v and ((key is not None and is_secret_name(key)) or ("://" not in v and redact_text(v) != v)):
+            spans.append((args[value[0]], args[value[-1]]))
+        pos = stop + 1 if stop > pos else pos + 1
+    return spans
+
+
+def _changed(text: str, redacted: str) -> tuple[int, int]:
+    """The first and last index of ``text`` that its redaction changed (first > last: none); a
+    secret's own ``*`` matched against the mask's is counted changed too, never left shown."""
+    if text == redacted:
+        return 1, 0
+    head = 0
+    while head < min(len(text), len(redacted)) and text[head] == redacted[head]:
+        head += 1
+    while head > 0 and text[head - 1] == "*":
+        head -= 1
+    tail = 0
+    while tail < min(len(text), len(redacted)) - head and text[-1 - tail] == redacted[-1 - tail]:
+        tail += 1
+    while tail > 0 and text[-tail] == "*":
+        tail -= 1
+    return head, len(text) - 1 - tail
+
+
+def redact_chain(chain: str) -> str:
+    """A filtergraph (``-vf``, ``-filter_complex``, a template's chain) as it may be shown: the
+    value of every filter option with a secret name (an ``events`` webhook's ``headers``, any
+    ``password``, ``token``, ``key``...) masked whole, and so is a value that holds a URL's
+    credentials however it is escaped; then :func:`redact_text` over the whole. The graph is
+    split as libavfilter splits it (two levels of quoting and escapes), so an escaped ``:`` or a
+    quoted value never hides a secret; text that does not parse is masked as far as it splits.
+    """
+    spans: list[tuple[int, int]] = []
+    pos, n = 0, len(chain)
+    while pos < n:
+        begin = pos
+        while pos < n and chain[pos] in _GRAPH_WS + "[":  # link labels before the filter
+            pos = _token(chain, pos + 1, "]")[1] + 1 if chain[pos] == "[" else pos + 1
+        _, pos = _token(chain, pos, "=,;[")
+        if pos < n and chain[pos] == "=":
+            args, pos = _token(chain, pos + 1, "[],;")
+            spans += _secret_values(chain, args)
+        while pos < n and chain[pos] in _GRAPH_WS + "[]":  # link labels after it
+            pos = _token(chain, pos + 1, "]")[1] + 1 if chain[pos] == "[" else pos + 1
+        if pos < n and chain[pos] in ",;":
+            pos += 1
+        pos = max(pos, begin + 1)
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(spans):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(last, merged[-1][1]))
+        else:
+            merged.append((first, last))
+    for first, last in reversed(merged):
+        chain = chain[:first] + MASK + chain[last + 1 :]
+    return redact_text(chain)
 
 
 # -- logging ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from avdnn.filters.registry import get_filter, list_filters
 from avdnn.graph.chain import takes
 from avdnn.graph.lavfi import check_lavfi_filter
 from avdnn.graph.parse import parse_chain, split_options
+from avdnn.media.output.muxer import check_output_name
 from avdnn.run.builder import RunBuilder
 
 __all__ = ["check_chain", "check_job", "fill_text"]
@@ -42,8 +43,11 @@ def check_chain(chain: str) -> None:
 
 
 def check_job(job: Job) -> None:
-    """Refuse a job whose options or chain are wrong before it starts (what its run checks first)."""
+    """Refuse a job whose options or chain are wrong before it starts (what its run checks first),
+    or whose output's muxer cannot be chosen (``""``, a name with no known extension and no ``-f``)."""
     request = job.request()
     RunBuilder(request)
+    if isinstance(request.output, str):
+        check_output_name(request.output, request.format)
     if request.filter_complex is None:
         check_chain(request.filters)

@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager
 from avdnn._util.redact import redact_text, redact_url
 from avdnn.dnn.shared import InstanceReport, InstanceScope
 from avdnn.errors import AvdnnError, InvalidArgumentError
+from avdnn.media.input.unblock import shut_listening
 from avdnn.run.builder import RunBuilder
 from avdnn.run.multistats import OutputResult
 from avdnn.run.outputreopen import OutputReopen, reopen_scope
@@ -66,6 +67,12 @@ class RunningOutput:
     def wait(self, timeout: float | None = None) -> bool:
         """Until it has ended (True) or ``timeout`` seconds have passed (False)."""
         return self._done.wait(timeout)
+
+    def unblock(self) -> int:
+        """Shut the sockets its listening inputs wait in (media.input.unblock), so that a run stopped
+        while it waits for a peer ends; how many were shut. Call it once :meth:`stop` was not enough."""
+        request = self.request
+        return sum(shut_listening(url, opts) for url, _, opts in map(request.input_of, range(request.n_inputs)))
 
     def snapshot(self) -> dict[str, object] | None:
         """Its accounting now (live while it runs, final once it ended; None before its pipeline exists)."""

@@ -15,6 +15,8 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 
+from avdnn.media.input.live import stop_waiting
+
 _local = threading.local()
 
 
@@ -62,6 +64,7 @@ def stop_scope(signal: StopSignal) -> Iterator[None]:
     before = current_stop()
     _local.event = signal
     try:
-        yield
+        with stop_waiting(signal):  # an input's first open stops trying again too
+            yield
     finally:
         _local.event = before

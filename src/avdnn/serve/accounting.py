@@ -23,6 +23,8 @@ LATENCY_EDGES = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 
 #: and of the inference-time histogram (a backend's run of one batch)
 INFERENCE_EDGES = (*RUN_TIME_EDGES, float("inf"))
 
+#: violations kept when totals are merged (the first ones say what went wrong; ``balanced`` stays false)
+_KEEP_VIOLATIONS = 32
 #: how often a read is retried when the run resized a dict meanwhile (the run never waits for us)
 _TRIES = 5
 
@@ -143,6 +145,28 @@ class Totals:
         self.latency_sum += run.latency_sum
         self.latency_buckets = [a + b for a, b in zip(self.latency_buckets, run.latency_buckets, strict=True)]
         self.violations += [f"run {self.runs}: {v}" for v in run.violations]
+
+    def merge(self, other: Totals) -> None:
+        """Another source's totals join these (departed sources folded into one row)."""
+        self.runs += other.runs
+        self.read += other.read
+        self.written += other.written
+        for mine, theirs in (
+            (self.failed, other.failed),
+            (self.dropped, other.dropped),
+            (self.unfinished, other.unfinished),
+            (self.restarts, other.restarts),
+        ):
+            _add_counts(mine, theirs)
+        self.added += other.added
+        self.reconnects += other.reconnects
+        self.input_gap_ms += other.input_gap_ms
+        self.output_reopens += other.output_reopens
+        self.gap_seconds += other.gap_seconds
+        self.latency_count += other.latency_count
+        self.latency_sum += other.latency_sum
+        self.latency_buckets = [a + b for a, b in zip(self.latency_buckets, other.latency_buckets, strict=True)]
+        self.violations = (self.violations + other.violations)[:_KEEP_VIOLATIONS]
 
     def plus(self, run: RunView | None) -> Totals:
         """These totals and a run still going (a copy; the totals are unchanged)."""

@@ -61,11 +61,17 @@ class ServeConfig:
     model_dir: Path | None = None
     #: inputs and outputs may listen for a peer (``?listen``, ``-listen 1``, srt ``mode=listener``)
     allow_listen: bool = False
+    #: departed sources of a pipeline shown one by one; older ones are folded into one row
+    keep_departed: int = 32
+    #: ``/api/events`` streams open at once, and MJPEG previews (``preview.mjpg``); more: 503
+    max_event_clients: int = 32
+    max_viewers: int = 32
     #: pipelines started with the service (bodies of POST /api/pipelines), from --config
     pipelines: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        for name in ("max_pipelines", "max_sources", "max_body", "events_queue", "port"):
+        ints = ("max_pipelines", "max_sources", "max_body", "events_queue", "port", "keep_departed")
+        for name in (*ints, "max_event_clients", "max_viewers"):
             if getattr(self, name) < (0 if name == "port" else 1):
                 raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}", option=name)
         if isinstance(self.history, bool) or not isinstance(self.history, int) or not 1 <= self.history <= MAX_HISTORY:

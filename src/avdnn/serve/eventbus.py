@@ -6,7 +6,8 @@ publishes here too, without a sink option. The listener's callback runs on the s
 only appends: to a short ring of recent events (replayed to a client that reconnects with
 ``Last-Event-ID``) and to each matching client's queue. A queue is bounded: a client that reads
 slower than events come loses the oldest, counted as dropped for the ``sse`` sink, and a
-pipeline never waits for a client. A client waits on an :class:`asyncio.Event` of its own loop,
+pipeline never waits for a client; and at most ``max_event_clients`` clients are open at once
+(:class:`~avdnn.serve.slots.Slots`: one more is a 503). A client waits on an :class:`asyncio.Event` of its own loop,
 set from the stage's thread with ``call_soon_threadsafe`` (at most one wake pending per client).
 """
 
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from avdnn.events import Subscription, listen
+from avdnn.serve.slots import Slot, Slots
 
 __all__ = ["RING", "SSE", "BusEvent", "Client", "EventBus"]
 
@@ -61,7 +63,8 @@ class Client:
         self.dropped = 0
         self.closed = False
         self._ready = asyncio.Event()
-        self._waking = False  # a wake is scheduled on the loop and has not run yet
+        self._waking = False
+        self.slot: Slot | None = None  # a wake is scheduled on the loop and has not run yet
 
     def wants(self, event: BusEvent) -> bool:
         return (self.pipeline is None or event.pipeline == self.pipeline) and (
@@ -107,8 +110,10 @@ class Client:
 class EventBus:
     """Every pipeline's events, fanned out to the ``/api/events`` clients."""
 
-    def __init__(self, limit: int = 256) -> None:
+    def __init__(self, limit: int = 256, max_clients: int = 32) -> None:
         self.limit = limit
+        #: the clients' places: one is taken before a stream is answered (:meth:`reserve`)
+        self.slots = Slots(max_clients, "event streams (max_event_clients)")
         self.lock = threading.Lock()
         self._clients: list[Client] = []
         self._ring: deque[BusEvent] = deque(maxlen=RING)
@@ -162,10 +167,13 @@ class EventBus:
         source: str | None = None,
         after: int | None = None,
         backlog: int = 0,
+        slot: Slot | None = None,
     ) -> Client:
-        """A new client; the recent events it wants come first: those after ``after`` (its
-        Last-Event-ID, a reconnection), else the last ``backlog`` of them (a page that just opened)."""
+        """A new client (in ``slot``, taken with :meth:`reserve`; given back at :meth:`close`); the
+        recent events it wants come first: those after ``after`` (its Last-Event-ID, a reconnection),
+        else the last ``backlog`` of them (a page that just opened)."""
         client = Client(self, loop, pipeline, source, self.limit)
+        client.slot = slot
         with self.lock:
             wanted = [e for e in self._ring if client.wants(e)]
             replay = [e for e in wanted if e.id > after] if after is not None else wanted[-backlog:] if backlog else []
@@ -174,11 +182,17 @@ class EventBus:
             self._clients.append(client)
         return client
 
+    def reserve(self) -> Slot:
+        """A client's place, before its stream is answered (503 past ``max_event_clients``)."""
+        return self.slots.take()
+
     def close(self, client: Client) -> None:
         with self.lock:
             client.closed = True
             if client in self._clients:
                 self._clients.remove(client)
+        if client.slot is not None:
+            client.slot.release()
 
     def sent(self, n: int) -> None:
         """``n`` events were handed to a client's stream."""

@@ -3,7 +3,11 @@
 Nothing is counted twice: a custom collector reads, at each scrape, the same totals the status
 and the final accounting show (:mod:`avdnn.serve.accounting`), so the counters equal them
 exactly. The registry is the app's own (tests stay apart). Labels carry ids, stages and causes,
-never a URL: a cause is avdnn's redacted one-line text. The families:
+never a URL: a cause is avdnn's redacted one-line text, and the causes are bounded: the first
+:data:`CAUSE_LABELS` distinct ones keep their text (at most :data:`CAUSE_LENGTH` characters), every
+later one is counted under ``other`` (:class:`CauseLabels`), so free-text failures cannot grow the
+series without end. Departed sources beyond ``keep_departed`` are one row, ``source="_departed"``.
+The families:
 
 ======================================  =========  ==============================================
 ``avdnn_frames_total``                  counter    pipeline, source, stage (read, written, failed,
@@ -22,7 +26,8 @@ never a URL: a cause is avdnn's redacted one-line text. The families:
 ``avdnn_source_up``                     gauge      pipeline, source: 1 while frames flow
 ``avdnn_source_fps``                    gauge      pipeline, source
 ``avdnn_preview_frames_total``          counter    pipeline, source, outcome (sent, skipped)
-``avdnn_pipelines``                     gauge      state
+``avdnn_pipelines``                     gauge      state (``failed`` counts those that failed at start)
+``avdnn_runs_left_behind``              gauge      runs stopped but still blocked in their input
 ``avdnn_events_published_total``        counter    sink: ``listener`` (the runs' events the service
                                                    took), ``sse`` (handed to /api/events clients)
 ``avdnn_events_dropped_total``          counter    sink (``sse``: lost from a slow client's queue)
@@ -31,6 +36,7 @@ never a URL: a cause is avdnn's redacted one-line text. The families:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -41,7 +47,41 @@ from avdnn.serve.accounting import INFERENCE_EDGES, LATENCY_EDGES
 from avdnn.serve.service import Service
 from avdnn.serve.source import STATES
 
-__all__ = ["ServiceCollector", "registry_for"]
+__all__ = ["CAUSE_LABELS", "CAUSE_LENGTH", "CauseLabels", "ServiceCollector", "registry_for"]
+
+#: distinct cause labels kept (the rest are ``other``), and the characters of one
+CAUSE_LABELS = 32
+CAUSE_LENGTH = 160
+OTHER = "other"
+
+
+class CauseLabels:
+    """The label of each cause: its redacted text for the first ``limit`` distinct ones, then ``other``.
+
+    The choice is kept for the process's life, so a cause's series never moves between labels and
+    every counter stays monotonic."""
+
+    def __init__(self, limit: int = CAUSE_LABELS) -> None:
+        self._limit = limit
+        self._known: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, cause: str) -> str:
+        with self._lock:
+            label = self._known.get(cause)
+            if label is None:
+                distinct = len(set(self._known.values()) - {OTHER})
+                label = redact_text(cause)[:CAUSE_LENGTH] if distinct < self._limit else OTHER
+                self._known[cause] = label
+            return label
+
+    def sums(self, counts: dict[str, int]) -> dict[str, int]:
+        """``counts`` by cause as counts by label (causes sharing ``other`` added up)."""
+        out: dict[str, int] = {}
+        for cause, n in counts.items():
+            label = self(cause)
+            out[label] = out.get(label, 0) + n
+        return out
 
 
 def _le(edge: float) -> str:
@@ -53,6 +93,7 @@ class ServiceCollector(Collector):
 
     def __init__(self, service: Service) -> None:
         self._service = service
+        self._causes = CauseLabels()
 
     def collect(self) -> Iterator[Metric]:
         frames = CounterMetricFamily(
@@ -96,16 +137,17 @@ class ServiceCollector(Collector):
             "avdnn_instance_streams", "Streams the instance has served", labels=["pipeline", "instance"]
         )
         states = dict.fromkeys(STATES, 0)
+        states["failed"] += len(self._service.failed())
         for p in self._service.pipelines():
             states[p.state] = states.get(p.state, 0) + 1
             for sid, state, t, served in p.all_totals():
                 ids = [p.id, sid]
                 frames.add_metric([*ids, "read", ""], t.read)
                 frames.add_metric([*ids, "written", ""], t.written)
-                for cause, n in t.failed.items():
-                    frames.add_metric([*ids, "failed", redact_text(cause)], n)
-                for cause, n in t.dropped.items():
-                    frames.add_metric([*ids, "dropped", redact_text(cause)], n)
+                for cause, n in self._causes.sums(t.failed).items():
+                    frames.add_metric([*ids, "failed", cause], n)
+                for cause, n in self._causes.sums(t.dropped).items():
+                    frames.add_metric([*ids, "dropped", cause], n)
                 buckets = [(_le(e), float(n)) for e, n in zip(LATENCY_EDGES, t.latency_buckets, strict=True)]
                 latency.add_metric(ids, buckets, t.latency_sum)
                 reconnects.add_metric(ids, t.reconnects)
@@ -134,6 +176,8 @@ class ServiceCollector(Collector):
         pipelines = GaugeMetricFamily("avdnn_pipelines", "Pipelines by state", labels=["state"])
         for state, n in states.items():
             pipelines.add_metric([state], n)
+        behind = GaugeMetricFamily("avdnn_runs_left_behind", "Runs stopped but still blocked in their input")
+        behind.add_metric([], self._service.left_behind())
         published = CounterMetricFamily("avdnn_events_published", "Events published", labels=["sink"])
         dropped = CounterMetricFamily("avdnn_events_dropped", "Events dropped", labels=["sink"])
         for source in list(self._service.event_counters):  # the event bus's sinks (listener, sse)
@@ -141,7 +185,7 @@ class ServiceCollector(Collector):
                 published.add_metric([redact_text(sink)], sent)
                 dropped.add_metric([redact_text(sink)], lost)
         yield from (frames, latency, reconnects, restarts, reopens, gaps, up, fps, preview)
-        yield from (inference, batch, inferences, batches, streams, pipelines, published, dropped)
+        yield from (inference, batch, inferences, batches, streams, pipelines, behind, published, dropped)
 
 
 def registry_for(service: Service) -> CollectorRegistry:

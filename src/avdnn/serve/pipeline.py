@@ -18,6 +18,7 @@ written beside it as ``NAME.1.EXT``, ``NAME.2.EXT``..., and so are the files its
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import threading
@@ -25,18 +26,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from avdnn import api
-from avdnn._util.redact import redact_text, redact_url
+from avdnn._util.redact import redact_argv, redact_chain, redact_text, redact_url
 from avdnn.errors import InvalidArgumentError
 from avdnn.serve.accounting import Totals
 from avdnn.serve.config import ServeConfig
-from avdnn.serve.errors import ConflictError, LimitError, UnknownError
+from avdnn.serve.errors import ConflictError, LimitError, UnavailableError, UnknownError
 from avdnn.serve.eventbus import EventBus
 from avdnn.serve.segments import segment
 from avdnn.serve.source import ServedSource
 from avdnn.serve.specs import ArgsPipeline, PipelineSpec, SourceSpec, TemplatePipeline
 from avdnn.serve.watchdog import Watchdog
 
-__all__ = ["CommandParser", "ServedPipeline"]
+__all__ = ["FOLDED", "CommandParser", "ServedPipeline"]
 
 log = logging.getLogger("avdnn.serve")
 
@@ -45,6 +46,9 @@ CommandParser = Callable[[Sequence[str]], list[api.Job]]
 
 #: the id a template is checked with when it has no source yet
 _PROBE_ID = "check"
+#: the ``source`` of the one row (status, /metrics) the departed sources beyond ``keep_departed``
+#: are folded into: no source id can be it (ids start with a letter or a digit)
+FOLDED = "_departed"
 
 
 class ServedPipeline:
@@ -69,8 +73,14 @@ class ServedPipeline:
         self._lock = threading.Lock()
         self.outputs = api.OutputSet()
         self.sources: dict[str, ServedSource] = {}
-        #: sources that left, with their final status (their counts stay in the pipeline's)
+        #: sources that left, with their final status (their counts stay in the pipeline's): the last
+        #: ``keep_departed``, the ones before folded into one total
         self.departed: list[tuple[dict[str, Any], Totals]] = []
+        self.folded = Totals()
+        self.folded_sources = 0
+        #: ids of sources joining (reserved, being started) and sources gone whose run was left behind
+        self._joining: set[str] = set()
+        self._left: list[ServedSource] = []
         self.stopped = False
         self._args_jobs: list[api.Job] = []
 
@@ -138,6 +148,7 @@ class ServedPipeline:
         return lambda k: _segment(first if k == 0 else self._template_job(source), k)
 
     def _add(self, sid: str, url: str, make: Callable[[int], api.Job]) -> ServedSource:
+        """Make source ``sid`` and hold it (a pipeline stopped meanwhile refuses it: 503)."""
         served = ServedSource(
             sid,
             url,
@@ -149,6 +160,9 @@ class ServedPipeline:
             scope=None if self._events is None else functools.partial(self._events.attach, self.id, sid),
         )
         with self._lock:
+            self._joining.discard(sid)
+            if self.stopped:
+                raise UnavailableError(f"pipeline '{self.id}' was stopped while source '{sid}' was starting")
             self.sources[sid] = served
         return served
 
@@ -158,23 +172,35 @@ class ServedPipeline:
         """A camera joins the running template pipeline (its frames batched with the others')."""
         if not isinstance(self.spec, TemplatePipeline):
             raise ConflictError(f"pipeline '{self.id}' runs a command line: sources join template pipelines only")
-        with self._lock:
+        with self._lock:  # the id and a slot reserved at once: concurrent joins take each once
             if self.stopped:
                 raise ConflictError(f"pipeline '{self.id}' has ended")
-            if source.id in self.sources:
+            if source.id in self.sources or source.id in self._joining:
                 raise ConflictError(f"pipeline '{self.id}' has a source '{source.id}' already")
-            if len(self.sources) >= self._config.max_sources:
-                raise LimitError(f"pipeline '{self.id}' has {len(self.sources)} sources: the limit (max_sources)")
-        job = self._template_job(source)
-        api.check_job(job)
-        served = self._add(source.id, source.url, lambda k: _segment(job if k == 0 else self._template_job(source), k))
+            self._left = [s for s in self._left if s.lingering]
+            held = len(self.sources) + len(self._joining) + len(self._left)
+            if held >= self._config.max_sources:
+                behind = f" ({len(self._left)} left behind, blocked in their input)" if self._left else ""
+                raise LimitError(f"pipeline '{self.id}' has {held} sources{behind}: the limit (max_sources)")
+            self._joining.add(source.id)
+        served: ServedSource | None = None
         try:
+            job = self._template_job(source)
+            api.check_job(job)
+            served = self._add(
+                source.id, source.url, lambda k: _segment(job if k == 0 else self._template_job(source), k)
+            )
             served.start()
         except BaseException:
             with self._lock:
-                del self.sources[source.id]
+                self._joining.discard(source.id)
+                if served is not None and self.sources.get(source.id) is served:
+                    del self.sources[source.id]
             raise
-        self.spec = self.spec.model_copy(update={"sources": [*self.spec.sources, source]})
+        with self._lock:
+            spec = self.spec
+            assert isinstance(spec, TemplatePipeline)
+            self.spec = spec.model_copy(update={"sources": [*spec.sources, source]})
         return served
 
     def remove_source(self, sid: str) -> dict[str, Any]:
@@ -188,10 +214,26 @@ class ServedPipeline:
         served.stop(self._config.stop_timeout)
         final = served.status()
         with self._lock:
+            if self.sources.get(sid) is not served:  # another request removed it meanwhile
+                raise UnknownError(f"pipeline '{self.id}' has no source '{sid}'")
             del self.sources[sid]
+            if served.lingering:
+                self._left.append(served)
             self.departed.append((final, served.totals()))
-        self.spec = self.spec.model_copy(update={"sources": [s for s in self.spec.sources if s.id != sid]})
+            while len(self.departed) > self._config.keep_departed:  # the oldest folded into one row
+                _, totals = self.departed.pop(0)
+                self.folded.merge(totals)
+                self.folded_sources += 1
+            spec = self.spec
+            assert isinstance(spec, TemplatePipeline)
+            self.spec = spec.model_copy(update={"sources": [s for s in spec.sources if s.id != sid]})
         return final
+
+    def lingering(self) -> list[str]:
+        """Its sources stopped whose run is still blocked in its input (left behind)."""
+        with self._lock:
+            sources = [*self.sources.values(), *self._left]
+        return [s.id for s in sources if s.lingering]
 
     def current(self) -> list[ServedSource]:
         """The sources it has now (a copy: sources join and leave meanwhile)."""
@@ -243,6 +285,7 @@ class ServedPipeline:
         with self._lock:
             sources = list(self.sources.values())
             departed = [dict(final, departed=True) for final, _ in self.departed]
+            folded = {"sources": self.folded_sources, **self.folded.as_dict()} if self.folded_sources else None
         shown = [s.status() for s in sources]
         failed = next((s for s in shown if s["state"] == "failed"), None)
         return {
@@ -252,17 +295,26 @@ class ServedPipeline:
             "cause": None if failed is None else failed["cause"],
             "traceback": None if failed is None else failed["traceback"],
             "sources": shown + departed,
+            "departed_earlier": folded,
+            "left_behind": self.lingering(),
             "instances": [instance_status(r) for r in self.outputs.instances()],
-            "spec": shown_spec(self.spec),
+            "spec": self.shown(),
         }
+
+    def shown(self) -> dict[str, Any]:
+        """Its spec as a response may carry it (:func:`shown_spec`)."""
+        return shown_spec(self.spec)
 
     def all_totals(self) -> list[tuple[str, str, Totals, ServedSource | None]]:
         """(source id, state, totals, the source if still there) of every source, departed ones too."""
         with self._lock:
             sources = list(self.sources.values())
             departed = list(self.departed)
+            folded = copy.deepcopy(self.folded) if self.folded_sources else None
         out: list[tuple[str, str, Totals, ServedSource | None]] = [(s.id, s.state, s.totals(), s) for s in sources]
         out += [(final["id"], final["state"], totals, None) for final, totals in departed]
+        if folded is not None:
+            out.append((FOLDED, "ended", folded, None))
         return out
 
 
@@ -284,14 +336,16 @@ def instance_status(report: api.InstanceReport) -> dict[str, Any]:
 
 
 def shown_spec(spec: PipelineSpec) -> dict[str, Any]:
-    """The spec as asked, every URL's credentials redacted (what a response may carry)."""
+    """The spec as asked, with what it may show: every URL's credentials, the value after a secret
+    option of the argv (``-headers``, ``-decryption_key``...) and of a secret filter option of the
+    chain (an ``events`` webhook's ``headers``...) masked (:mod:`avdnn._util.redact`)."""
     data = spec.model_dump()
     if "args" in data:
-        data["args"] = [redact_text(a) for a in data["args"]]
+        data["args"] = redact_argv(data["args"])
     else:
-        data["chain"] = redact_text(data["chain"])  # a sink's URL in a filter's options
-        data["output"] = [redact_text(a) for a in data["output"]]
-        data["input_options"] = [redact_text(a) for a in data["input_options"]]
+        data["chain"] = redact_chain(data["chain"])
+        data["output"] = redact_argv(data["output"])
+        data["input_options"] = redact_argv(data["input_options"])
         data["sources"] = [{"id": s["id"], "url": redact_text(s["url"])} for s in data["sources"]]
     return data
 

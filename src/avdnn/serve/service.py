@@ -4,7 +4,10 @@ One :class:`Service` per process, handed to the routers as a dependency (never a
 pipelines run on the public API only (:class:`~avdnn.api.OutputSet`, one per pipeline); argv is
 turned into jobs by the CLI's own parser, handed in as :data:`~avdnn.serve.pipeline.CommandParser`
 (the service sits below the CLI and never imports it). A deleted pipeline stays readable, with
-its final accounting and in ``/metrics``, among the last :data:`KEEP_ENDED` ended ones. Every
+its final accounting and in ``/metrics``, among the last :data:`KEEP_ENDED` ended ones; one whose
+run was left behind (blocked in its input past ``stop_timeout``) still counts against
+``max_pipelines`` until that run has ended. A pipeline that could not be started from the state
+or the config file is a listed ``failed`` one (:mod:`avdnn.serve.failed`). Every
 source of a running pipeline is sampled into its history once a second by one thread of the
 service's own (:mod:`avdnn.serve.history`): a timer like the watchdog's, apart from it, so that a
 restart the watchdog makes never holds the samples up.
@@ -13,11 +16,15 @@ restart the watchdog makes never holds the samples up.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
+
+from pydantic import ValidationError
 
 from avdnn import api
 from avdnn.errors import AvdnnError, InvalidArgumentError
@@ -25,10 +32,12 @@ from avdnn.serve.config import ServeConfig
 from avdnn.serve.confine import confined_parser
 from avdnn.serve.errors import ConflictError, LimitError, UnavailableError, UnknownError
 from avdnn.serve.eventbus import EventBus
+from avdnn.serve.failed import FailedPipeline
 from avdnn.serve.history import INTERVAL
-from avdnn.serve.pipeline import CommandParser, ServedPipeline, shown_spec
+from avdnn.serve.pipeline import CommandParser, ServedPipeline
+from avdnn.serve.slots import Slots
 from avdnn.serve.specs import ArgsPipeline, PipelineSpec, SourceSpec, TemplatePipeline
-from avdnn.serve.state import StateDir
+from avdnn.serve.state import Entry, StateDir
 from avdnn.serve.watchdog import Watchdog
 
 __all__ = ["KEEP_ENDED", "EventCounters", "Service"]
@@ -54,22 +63,33 @@ def _no_parser(argv: Sequence[str]) -> list[api.Job]:
 
 
 class Service:
-    """Pipelines created, changed and deleted; restored from ``config.state`` at start."""
+    """Pipelines created, changed and deleted; restored from ``config.state`` at start.
+
+    Every check-then-act on the pipelines (a name taken, a slot of ``max_pipelines``, the service
+    stopping) happens under one lock with its reservation, so concurrent requests and a SIGTERM
+    never start what a check refused or what the stop loop has already passed.
+    """
 
     def __init__(self, config: ServeConfig, parser: CommandParser | None = None) -> None:
         self.config = config
         self._parser = confined_parser(parser or _no_parser, config)  # every job under the media root
         self._lock = threading.Lock()
+        self._save_lock = threading.Lock()
         self._pipelines: dict[str, ServedPipeline] = {}
         self._order: dict[str, int] = {}
         self._ended: OrderedDict[str, ServedPipeline] = OrderedDict()
+        #: deleted pipelines with a run left behind (they count until it ends)
+        self._left: dict[str, ServedPipeline] = {}
+        self._failed: dict[str, FailedPipeline] = {}
         self._next = 0
         self._state = StateDir(config.state) if config.state is not None else None
         self._watchdog = Watchdog(min(1.0, config.watchdog / 4), self._check)
         self._sampler = Watchdog(INTERVAL, self._sample, name="avdnn-serve-history")
         #: every pipeline's events, for GET /api/events (its counts are the sse and listener sinks')
-        self.events = EventBus(config.events_queue)
+        self.events = EventBus(config.events_queue, config.max_event_clients)
         self.event_counters: list[EventCounters] = [self.events]
+        #: the MJPEG previews open (``preview.mjpg``): past ``max_viewers``, a 503
+        self.viewers = Slots(config.max_viewers, "MJPEG previews (max_viewers)")
         self.started_at = time.time()
         self.ready = False
         self.stopping = threading.Event()
@@ -77,40 +97,77 @@ class Service:
     # -- life -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the watchdog, then the pipelines kept in the state and those of the config file."""
+        """Start the watchdog, then the pipelines kept in the state and those of the config file;
+        one that cannot start is a ``failed`` pipeline, never a service that does not start."""
         self._watchdog.start()
         self._sampler.start()
         restored: set[str] = set()
-        for pid, order, raw in self._state.load() if self._state is not None else []:
-            self._next = max(self._next, order + 1)
-            if self._restore(raw, pid, order):
-                restored.add(pid)
+        for entry in self._state.load() if self._state is not None else []:
+            self._next = max(self._next, entry.order + 1)
+            if entry.id is not None:
+                restored.add(entry.id)
+            self._restore(entry)
         for raw in self.config.pipelines:
             name = raw.get("name")
             if name is not None and (name in restored or name in self._pipelines):
                 continue  # kept in the state already (with its sources as they were)
-            self._restore(raw, None, None)
+            self._start_configured(raw)
         self.ready = True
 
-    def _restore(self, raw: dict[str, Any], pid: str | None, order: int | None) -> bool:
+    def _restore(self, entry: Entry) -> None:
+        pid = entry.id if entry.id is not None else self._failed_id(entry.path.stem)
+        if entry.spec is None:
+            self._fail(FailedPipeline(pid, entry.cause or "unreadable", path=entry.path))
+            return
         try:
-            spec: PipelineSpec = ArgsPipeline(**raw) if "args" in raw else TemplatePipeline(**raw)
-            self.create(spec, pid=pid, order=order)
-        except (AvdnnError, ValueError) as exc:
-            what = pid or raw.get("name") or "a pipeline"
-            log.error("avdnn serve: %s not started: %s", what, exc)
-            return False
-        how = "restored from the state" if pid is not None else "started from the config"
-        log.info("avdnn serve: pipeline %s %s", pid or raw.get("name"), how)
-        return True
+            spec = _parse(entry.spec)
+        except InvalidArgumentError as exc:
+            self._fail(FailedPipeline(pid, exc.oneline(), path=entry.path))
+            return
+        try:
+            self.create(spec, pid=pid, order=entry.order, save=False)
+        except AvdnnError as exc:
+            self._fail(FailedPipeline(pid, exc.oneline(), spec=spec, path=entry.path))
+            return
+        log.info("avdnn serve: pipeline %s restored from the state", pid)
+
+    def _start_configured(self, raw: dict[str, Any]) -> None:
+        name = raw.get("name")
+        pid = name if isinstance(name, str) and _ID.match(name) else None
+        spec: PipelineSpec | None = None
+        try:
+            spec = _parse(raw)
+            pipeline = self.create(spec)
+        except AvdnnError as exc:
+            self._fail(FailedPipeline(pid or self._failed_id("config"), exc.oneline(), spec=spec))
+            return
+        log.info("avdnn serve: pipeline %s started from the config", pipeline.id)
+
+    def _fail(self, failed: FailedPipeline) -> None:
+        log.error("avdnn serve: %s not started: %s", failed.id, failed.cause)
+        with self._lock:
+            self._failed[failed.id] = failed
+
+    def _failed_id(self, stem: str) -> str:
+        """A listed id for a failed pipeline whose own is none (its file's name when it can be one)."""
+        if _ID.match(stem) and stem not in self._failed and stem not in self._pipelines:
+            return stem
+        n = 1
+        while f"failed{n}" in self._failed or f"failed{n}" in self._pipelines:
+            n += 1
+        return f"failed{n}"
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop every pipeline at once, each within the one bound (their outputs finished)."""
-        self.stopping.set()
-        self.ready = False
-        bound = self.config.stop_timeout if timeout is None else timeout
+        """Stop every pipeline at once, each within the one bound (their outputs finished).
+
+        ``stopping`` is set under the lock that every create and join reserves under: one that
+        reserved before is in the list stopped here (it finds its pipeline stopped and gives up),
+        and every later one is refused (503)."""
         with self._lock:
+            self.stopping.set()
+            self.ready = False
             pipelines = list(self._pipelines.values())
+        bound = self.config.stop_timeout if timeout is None else timeout
         threads = [threading.Thread(target=p.stop, args=(bound,), daemon=True) for p in pipelines]
         for t in threads:
             t.start()
@@ -138,16 +195,24 @@ class Service:
 
     # -- pipelines --------------------------------------------------------------------------
 
-    def create(self, spec: PipelineSpec, *, pid: str | None = None, order: int | None = None) -> ServedPipeline:
-        """Check ``spec``, start its sources, keep it; 4xx errors for what cannot run."""
-        if self.stopping.is_set():
-            raise UnavailableError("the service is stopping")
-        with self._lock:
+    def create(
+        self, spec: PipelineSpec, *, pid: str | None = None, order: int | None = None, save: bool = True
+    ) -> ServedPipeline:
+        """Check ``spec``, start its sources, keep it; 4xx errors for what cannot run.
+
+        A state that cannot be written rolls it back: stopped, 503 (it would not come back)."""
+        with self._lock:  # the name and the slot reserved at once, or refused
+            if self.stopping.is_set():
+                raise UnavailableError("the service is stopping")
             pid = pid or spec.name or self._fresh_id()
-            if pid in self._pipelines:
+            if pid in self._pipelines or pid in self._failed:
                 raise ConflictError(f"a pipeline '{pid}' exists already")
-            if len(self._pipelines) >= self.config.max_pipelines:
-                raise LimitError(f"{len(self._pipelines)} pipelines run: the limit (max_pipelines)")
+            held = len(self._pipelines) + self._count_left()
+            if held >= self.config.max_pipelines:
+                behind = f" ({held - len(self._pipelines)} left behind, blocked in their input)"
+                raise LimitError(
+                    f"{held} pipelines run{behind if held > len(self._pipelines) else ''}: the limit (max_pipelines)"
+                )
             order = self._next if order is None else order
             self._next = max(self._next, order + 1)
             pipeline = ServedPipeline(
@@ -158,26 +223,36 @@ class Service:
         try:
             pipeline.check()
             pipeline.start()
-        except BaseException:
+            if save:
+                self._save(pipeline)
+        except BaseException as exc:
             with self._lock:
-                del self._pipelines[pid]
-                del self._order[pid]
+                self._pipelines.pop(pid, None)
+                self._order.pop(pid, None)
+            pipeline.stop(self.config.stop_timeout)
+            if isinstance(exc, AvdnnError) and not isinstance(exc, UnavailableError) and self.stopping.is_set():
+                raise UnavailableError("the service is stopping") from exc
             raise
         self._ended.pop(pid, None)
-        self._save(pipeline)
         log.info("avdnn serve: pipeline %s created (%d source(s))", pid, len(pipeline.sources))
         return pipeline
 
+    def _count_left(self) -> int:
+        """Deleted pipelines whose run is still blocked in its input (under the lock)."""
+        for pid in [pid for pid, p in self._left.items() if not p.lingering()]:
+            del self._left[pid]
+        return len(self._left)
+
     def _fresh_id(self) -> str:
         n = len(self._pipelines) + 1
-        while f"p{n}" in self._pipelines or f"p{n}" in self._ended:
+        while any(f"p{n}" in where for where in (self._pipelines, self._ended, self._failed)):
             n += 1
         return f"p{n}"
 
-    def get(self, pid: str) -> ServedPipeline:
-        """A running pipeline, or one that ended among the last kept."""
+    def get(self, pid: str) -> ServedPipeline | FailedPipeline:
+        """A running pipeline, one that ended among the last kept, or one that failed at start."""
         with self._lock:
-            pipeline = self._pipelines.get(pid) or self._ended.get(pid)
+            pipeline = self._pipelines.get(pid) or self._ended.get(pid) or self._failed.get(pid)
         if pipeline is None:
             raise UnknownError(f"no pipeline '{pid}'")
         return pipeline
@@ -186,18 +261,42 @@ class Service:
         with self._lock:
             pipeline = self._pipelines.get(pid)
         if pipeline is None:
+            if pid in self._failed:
+                raise ConflictError(f"pipeline '{pid}' failed at start (delete it)")
             if pid in self._ended:
                 raise ConflictError(f"pipeline '{pid}' has ended")
             raise UnknownError(f"no pipeline '{pid}'")
         return pipeline
 
     def pipelines(self) -> list[ServedPipeline]:
-        """The running pipelines, then the ended ones kept."""
+        """The running pipelines, then the ended ones kept (those that failed at start: :meth:`failed`)."""
         with self._lock:
             return [*self._pipelines.values(), *self._ended.values()]
 
+    def left_behind(self) -> int:
+        """Runs stopped but still blocked in their input, in every pipeline (deleted ones too)."""
+        with self._lock:
+            pipelines = {id(p): p for p in (*self._pipelines.values(), *self._ended.values(), *self._left.values())}
+        return sum(len(p.lingering()) for p in pipelines.values())
+
+    def failed(self) -> list[FailedPipeline]:
+        """The pipelines that could not be started from the state or the config file."""
+        with self._lock:
+            return list(self._failed.values())
+
     def delete(self, pid: str) -> dict[str, Any]:
-        """Stop it as Ctrl-C stops a run (outputs finished, trailers written); its final accounting."""
+        """Stop it as Ctrl-C stops a run (outputs finished, trailers written); its final accounting.
+
+        One that failed at start goes with its state file. A state file that cannot be removed
+        leaves the answer a ``warning`` (the pipeline is stopped all the same)."""
+        with self._lock:
+            failed = self._failed.pop(pid, None)
+        if failed is not None:
+            final = failed.status()
+            if self._state is not None and failed.path is not None:
+                self._unkeep(final, self._state.remove_file, failed.path)
+            log.info("avdnn serve: failed pipeline %s deleted", pid)
+            return final
         pipeline = self.running(pid)
         final = pipeline.stop(self.config.stop_timeout)
         with self._lock:
@@ -206,46 +305,98 @@ class Service:
             self._ended[pid] = pipeline
             while len(self._ended) > KEEP_ENDED:
                 self._ended.popitem(last=False)
+            if pipeline.lingering():
+                self._left[pid] = pipeline
         if self._state is not None:
-            self._state.remove(pid)
+            self._unkeep(final, self._state.remove_file, self._state.dir / f"{pid}.json")
         log.info("avdnn serve: pipeline %s deleted", pid)
         return final
+
+    def _unkeep(self, final: dict[str, Any], remove: Callable[[Path], None], path: Path) -> None:
+        try:
+            remove(path)
+        except AvdnnError as exc:
+            log.error("avdnn serve: %s: its state file was not removed: %s", final["id"], exc.oneline())
+            final["warning"] = f"its state file could not be removed ({exc.message}): it comes back at a restart"
 
     # -- sources ----------------------------------------------------------------------------
 
     def add_source(self, pid: str, source: SourceSpec) -> dict[str, Any]:
+        """A source joins; a state that cannot be written makes it leave again: 503."""
+        if self.stopping.is_set():
+            raise UnavailableError("the service is stopping")
         pipeline = self.running(pid)
-        served = pipeline.add_source(source)
-        self._save(pipeline)
+        try:
+            served = pipeline.add_source(source)
+        except (ConflictError, UnavailableError) as exc:
+            if self.stopping.is_set():
+                raise UnavailableError("the service is stopping") from exc
+            raise
+        try:
+            self._save(pipeline)
+        except UnavailableError:
+            pipeline.remove_source(source.id)
+            raise
         return served.status()
 
     def remove_source(self, pid: str, sid: str) -> dict[str, Any]:
+        """A source leaves; a state that cannot be written leaves the answer a ``warning``."""
         pipeline = self.running(pid)
         final = pipeline.remove_source(sid)
-        self._save(pipeline)
+        try:
+            self._save(pipeline)
+        except UnavailableError as exc:
+            final = dict(final, warning=f"{exc.message}: the source comes back at a restart")
         return final
 
     def _save(self, pipeline: ServedPipeline) -> None:
+        """Keep the pipeline's spec as it is now (the last write has the latest spec); 503 when it
+        cannot be written (the error, with the file, is logged: an answer never names a file)."""
         if self._state is None:
             return
-        with self._lock:
-            order = self._order.get(pipeline.id)
-        if order is not None:
-            self._state.save(pipeline.id, order, pipeline.spec.model_dump())
+        with self._save_lock:
+            with self._lock:
+                order = self._order.get(pipeline.id)
+            if order is None:
+                return
+            try:
+                self._state.save(pipeline.id, order, pipeline.spec.model_dump())
+            except AvdnnError as exc:
+                log.error("avdnn serve: %s: the state was not written: %s", pipeline.id, exc.oneline())
+                raise UnavailableError(f"the state could not be written ({exc.message})") from exc
 
     # -- what it shows ----------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
-        """Every pipeline, briefly (``GET /api/pipelines``)."""
+        """Every pipeline, briefly (``GET /api/pipelines``): running, ended, failed at start."""
         rows = []
-        for p in self.pipelines():
+        listed: list[ServedPipeline | FailedPipeline] = [*self.pipelines(), *self.failed()]
+        for p in listed:
+            status = p.status() if isinstance(p, FailedPipeline) else None
             rows.append(
                 {
                     "id": p.id,
                     "kind": p.kind,
                     "state": p.state,
+                    "cause": status["cause"] if status is not None else None,
                     "sources": {s.id: s.state for s in p.current()},
-                    "spec": shown_spec(p.spec),
+                    "left_behind": p.lingering(),
+                    "spec": p.shown(),
                 }
             )
         return {"pipelines": rows}
+
+
+#: a pipeline id (specs.Id)
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+def _parse(raw: dict[str, Any]) -> PipelineSpec:
+    """A kept or configured spec as the API would take it; its errors name the fields, never the values."""
+    try:
+        return ArgsPipeline(**raw) if "args" in raw else TemplatePipeline(**raw)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise InvalidArgumentError(f"not a valid pipeline spec: {where}") from None
+    except TypeError as exc:
+        raise InvalidArgumentError(f"not a valid pipeline spec: {exc}") from None

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from avdnn._util.redact import redact_text, redact_url
 from avdnn.errors import AvdnnError
 from avdnn.serve.accounting import RunView, Totals, read_run
 from avdnn.serve.config import ServeConfig
+from avdnn.serve.errors import UnavailableError
 from avdnn.serve.history import History
 from avdnn.serve.preview import PreviewFeed
 from avdnn.serve.watchdog import Watchdog
@@ -40,11 +42,16 @@ from avdnn.serve.watchdog import Watchdog
 if TYPE_CHECKING:
     from avdnn.run.latency import Latency
 
-__all__ = ["STATES", "ServedSource"]
+__all__ = ["KEEP_OUTPUTS", "STATES", "ServedSource"]
 
 log = logging.getLogger("avdnn.serve")
 
 STATES = ("starting", "running", "reconnecting", "offline", "ended", "failed")
+
+#: the output names of its last runs shown (``outputs``; ``outputs_total`` counts them all)
+KEEP_OUTPUTS = 16
+#: seconds a run left behind is given to end once its listening socket was shut
+_UNBLOCKED_GRACE = 1.0
 
 #: seconds of frames the fps is measured over (frames leave a batching chain in bursts)
 _FPS_WINDOW = 2.0
@@ -93,7 +100,8 @@ class ServedSource:
         self._read_seen = (0, 0.0)  # (frames read, when that count was first seen) of the current run
         self._gap_from: float | None = None
         self._backoff_step = 0
-        self.output_names: list[str] = []
+        #: the outputs of its last runs (their names as shown), the newest last
+        self.output_names: deque[str] = deque(maxlen=KEEP_OUTPUTS)
         self.preview = PreviewFeed()
         #: its last ``history`` seconds, sampled by the service (:meth:`sample`)
         self.history = History(config.history)
@@ -102,8 +110,13 @@ class ServedSource:
     # -- runs -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start its first run (raises what starting it raises: the caller refuses the request)."""
+        """Start its first run (raises what starting it raises: the caller refuses the request).
+
+        A source already stopped (its pipeline deleted, the service stopping, while the request that
+        made it was still starting it) is not started: 503."""
         with self._lock:
+            if self._removing:
+                raise UnavailableError(f"source '{self.id}' was stopped while it was starting")
             self._start_locked()
 
     def _start_locked(self) -> None:
@@ -167,6 +180,8 @@ class ServedSource:
             self._last_view = view
             if self._out is out:
                 self._out = None
+            if self.cause is not None and self.cause.endswith("left behind"):
+                self.cause += " (its run has ended since)"
             now = time.monotonic()
             reason, self._restart_reason = self._restart_reason, None
             if self._removing or (out.result.interrupted and reason is None):
@@ -249,13 +264,22 @@ class ServedSource:
         if out is not None:
             out.stop()
             ended = out.wait(timeout)
+            if not ended and out.unblock():  # waiting for a peer: its socket shut, the open fails
+                ended = out.wait(min(timeout, _UNBLOCKED_GRACE))
         with self._lock:
             self._terminal = self._terminal or "ended"
             if not ended:
                 self.cause = f"still blocked in its input after {timeout:g} s: left behind"
+                log.warning("%s: %s", self._key, self.cause)
         self.preview.closed.set()
         self.sample(time.time())  # its history ends on its final accounting
         return ended
+
+    @property
+    def lingering(self) -> bool:
+        """Stopped, but its run is still blocked in its input (left behind): it still counts."""
+        out = self._out
+        return self._removing and out is not None and out.running
 
     # -- what it shows --------------------------------------------------------------------
 
@@ -355,6 +379,7 @@ class ServedSource:
                 "fps": round(self.fps(), 2),
                 "latency": {"p50": None if lat is None else lat.p50, "p95": None if lat is None else lat.p95},
                 "outputs": list(self.output_names),
+                "outputs_total": self._started,
                 "preview": self.preview.counts(),
                 "retry_in": self._watchdog.due_in(self._key) if state in ("offline", "reconnecting") else None,
             }

@@ -21,10 +21,12 @@ so does the first open of a UDP/RTP receiver, which waits for a sender that may 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -42,7 +44,23 @@ __all__ = [
     "is_network",
     "open_input",
     "redact_url",
+    "stop_waiting",
 ]
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def stop_waiting(event: threading.Event) -> Iterator[None]:
+    """Opens on this thread inside the block stop trying again once ``event`` is set (the run's stop):
+    a first open that failed, or a listening one whose socket was shut (media.input.unblock), ends."""
+    before = getattr(_local, "stop", None)
+    _local.stop = event
+    try:
+        yield
+    finally:
+        _local.stop = before
+
 
 #: Protocols whose data arrives at the sender's pace (scheme of the URL).
 NETWORK_PROTOCOLS = frozenset(
@@ -284,6 +302,7 @@ def open_input(
 
     name = redact_url(url)
     opts = dict(options or {})
+    stop = stop if stop is not None else getattr(_local, "stop", None)
     if not is_network(url, format):
         return _open_once(url, name, format, opts, None)
     bound = live.live_timeout or None
@@ -308,7 +327,7 @@ def open_input(
             return container
         _replay(lines, logging.INFO - 1)
         attempt += 1
-        if tries != -1 and attempt >= tries:
+        if (tries != -1 and attempt >= tries) or (stop is not None and stop.is_set()):
             if attempt > 1:
                 failure.message += f" (after {attempt} attempts)"
             raise failure

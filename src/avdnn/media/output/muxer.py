@@ -35,7 +35,7 @@ from avdnn.errors import (
     NotSupportedError,
     from_av_error,
 )
-from avdnn.media.libav.avio import guess_codec
+from avdnn.media.libav.avio import guess_codec, guess_muxer
 from avdnn.media.output.hashmux import HASH_MUXERS, HashMuxer, HashStream
 from avdnn.media.output.target import (
     AVFMT_NOFILE,
@@ -118,7 +118,7 @@ class Muxer:
         #: A URL opened through a network protocol (tcp, udp, rtmp, http ...).
         self.network = isinstance(target, str) and not pipe and is_network_target(target)
         if pipe and format is None:
-            raise InvalidArgumentError(f"Unable to choose an output format for '{self.name}'; use -f", file=self.name)
+            raise InvalidArgumentError(_unguessable(self.name), file=self.name)
         if format in HASH_MUXERS:
             fmt_bitexact = bitexact or "bitexact" in format_options.get("fflags", "").replace("-", "+").split("+")
             lavf = "Lavf" + ".".join(map(str, av.library_versions["libavformat"]))
@@ -165,8 +165,11 @@ class Muxer:
         except (av.FFmpegError, OSError) as exc:
             raise from_av_error(exc, file=self.name) from exc
         except ValueError as exc:
-            what = f"output format '{format}'" if format else "an output format"
-            raise InvalidArgumentError(f"Unable to find {what} for '{self.name}'", file=self.name) from exc
+            if not format:
+                raise InvalidArgumentError(_unguessable(self.name), file=self.name) from exc
+            raise InvalidArgumentError(
+                f"Unable to find output format '{format}' for '{self.name}'", file=self.name
+            ) from exc
 
     def _on_network(self) -> Any:
         """A container of the same format on the network connection."""
@@ -396,3 +399,23 @@ class Muxer:
         if self.target == "-":
             steps.append(sys.stdout.buffer.flush)
         return steps
+
+
+def _unguessable(name: str) -> str:
+    """ffmpeg's words (libavformat's avformat_alloc_output_context2) for an output with no muxer."""
+    return (
+        f"Unable to choose an output format for '{name}'; use a standard extension for the filename "
+        "or specify the format manually."
+    )
+
+
+def check_output_name(target: str, format: str | None) -> None:  # noqa: A002 - ffmpeg's -f
+    """Refuse, before anything runs, an output whose muxer cannot be chosen (no ``-f`` and a name
+    libavformat guesses none for: ``""``, ``x``, ``-``) or that names no file (``-f mp4 ""``),
+    with ffmpeg's error (exit 234, and 254 for the missing file)."""
+    name = "pipe:" if target == "-" else target
+    if format is None:
+        if guess_muxer(None, name) is None:
+            raise InvalidArgumentError(_unguessable(name), file=name)
+    elif target == "" and format != "null" and format not in HASH_MUXERS:
+        raise NotFoundError("No such file or directory", file=name)

@@ -1,4 +1,9 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (its pipelines are started and it is not stopping)."""
+"""``/healthz`` (the process answers) and ``/readyz`` (its pipelines are started and it is not stopping).
+
+A pipeline that could not be started from the state or the config file does not make the service
+unready: the service is up, and its API is what lists, explains and deletes that pipeline; /readyz
+names it (``failed``), so a probe or an operator sees it.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ def healthz() -> dict[str, Any]:
 
 @router.get("/readyz", response_model=None)
 def readyz(service: ServiceDep) -> dict[str, Any] | JSONResponse:
-    if service.ready and not service.stopping.is_set():
-        return {"status": "ready", "pipelines": len(service.pipelines())}
+    if service.ready and not service.stopping.is_set():  # a pipeline that failed at start is listed, not a reason
+        failed = [p.id for p in service.failed()]
+        return {"status": "ready", "pipelines": len(service.pipelines()) + len(failed), "failed": failed}
     return JSONResponse({"status": "not ready"}, status_code=503)

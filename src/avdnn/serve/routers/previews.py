@@ -2,12 +2,16 @@
 
 Both show the chain's output, so what the chain draws (boxes, zones, labels) is there. A viewer
 takes the newest frame when it is ready for one and encodes it on a worker thread; the pipeline
-never waits for a viewer, and the frames a viewer did not show are counted as skipped.
+never waits for a viewer, and the frames a viewer did not show are counted as skipped. At most
+``max_viewers`` MJPEG streams are open at once (one more: 503); a stream ends at once when its
+source goes or the service stops, whatever its rate (its wait between frames looks every
+:data:`_LOOK` seconds).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -25,6 +29,9 @@ router = APIRouter(prefix="/api/pipelines/{pid}/sources/{sid}", tags=["previews"
 log = logging.getLogger("avdnn.serve")
 
 BOUNDARY = "frame"
+#: the lowest preview rate asked for (one frame every 10 s), and how often a wait looks up
+MIN_FPS = 0.1
+_LOOK = 0.25
 Width = Annotated[int | None, Query(ge=16, le=7680, description="scale down to at most this width")]
 Quality = Annotated[int, Query(ge=2, le=31, description="JPEG quality, ffmpeg's -q:v (2 best)")]
 
@@ -34,7 +41,9 @@ async def preview(
     pid: Id,
     sid: Id,
     service: ServiceDep,
-    fps: Annotated[float | None, Query(gt=0, description="frames per second, capped by the service")] = None,
+    fps: Annotated[
+        float | None, Query(ge=MIN_FPS, description="frames per second (0.1 at least), capped by the service")
+    ] = None,
     width: Width = None,
     q: Quality = 5,
 ) -> StreamingResponse:
@@ -43,12 +52,22 @@ async def preview(
     feed = served.preview
     rate = min(fps or service.config.preview_fps, service.config.preview_max_fps)
     encoder = api.JpegEncoder(quality=q, max_width=width)
+    slot = service.viewers.take()  # before the answer: past max_viewers, a 503
+
+    def over() -> bool:
+        return feed.closed.is_set() or service.stopping.is_set()
+
+    async def pause(seconds: float) -> None:
+        """The rate cap's wait, cut short when the source goes or the service stops."""
+        until = time.monotonic() + seconds
+        while not over() and (left := until - time.monotonic()) > 0:
+            await anyio.sleep(min(left, _LOOK))
 
     async def parts() -> AsyncIterator[bytes]:
         feed.viewer(1)
         last = 0
         try:
-            while not feed.closed.is_set() and not service.stopping.is_set():
+            while not over():
                 seq, frame = feed.latest()
                 if seq != last and frame is not None:
                     try:
@@ -60,9 +79,10 @@ async def preview(
                     last = seq
                     head = f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(jpeg)}\r\n\r\n"
                     yield head.encode() + jpeg + b"\r\n"
-                await anyio.sleep(1 / rate)  # the preview's rate cap
+                await pause(1 / rate)  # the preview's rate cap
         finally:
             feed.viewer(-1)
+            slot.release()
 
     return StreamingResponse(
         parts(),
