@@ -5,7 +5,8 @@ pipeline stopped within ``stop_timeout``, outputs finished) are the app's lifesp
 reach the client as ``{"detail": "<avdnn's one line>", "code": <AVERROR>}``: a service refusal with
 its status (404, 409, 503), any other avdnn error as a 400 (a chain that does not parse names the
 filter), a body that does not fit its schema as a 422 that never echoes the body back (it may
-hold a camera's password).
+hold a camera's password). The middleware, outermost first: the Host check
+(:mod:`avdnn.serve.hosts`), the token (unless ``no_auth``), the body limit (:mod:`avdnn.serve.security`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from avdnn import __version__
 from avdnn._util.redact import redact_text
 from avdnn.errors import AvdnnError
 from avdnn.serve.errors import ServeError
+from avdnn.serve.hosts import HostCheck
 from avdnn.serve.metrics import registry_for
 from avdnn.serve.routers import events, health, metrics, pipelines, previews, sources, web
 from avdnn.serve.security import BodyLimit, TokenGate
@@ -56,8 +58,9 @@ def create_app(service: Service) -> FastAPI:
     app.add_exception_handler(AvdnnError, _avdnn_error)
     app.add_exception_handler(RequestValidationError, _schema_error)
     app.add_middleware(BodyLimit, limit=service.config.max_body)
-    if service.config.token is not None:
-        app.add_middleware(TokenGate, token=service.config.token)  # outermost: before the body is read
+    if service.token is not None:
+        app.add_middleware(TokenGate, token=service.token, sessions=service.sessions)  # before the body is read
+    app.add_middleware(HostCheck, bound=service.config.host, allow=service.config.allow_host)  # outermost
     return app
 
 
