@@ -18,6 +18,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from avdnn.serve.deps import ServiceDep
+from avdnn.serve.openapi import errors
 from avdnn.serve.security import COOKIE, cookie_session
 
 __all__ = ["WEB", "router", "static_files"]
@@ -25,7 +26,7 @@ __all__ = ["WEB", "router", "static_files"]
 #: the page's files, shipped in the package (pyproject's package data)
 WEB = Path(__file__).resolve().parent.parent / "web"
 
-router = APIRouter(tags=["web"])
+router = APIRouter(tags=["web"], responses=errors(400, 401))
 
 
 @router.get("/", include_in_schema=False)
