@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -109,15 +110,18 @@ def rss_mb(pid: int) -> float:
 
 
 class Service:
-    """``avdnn serve`` as a process on a free loopback port, and an HTTP client for it."""
+    """``avdnn serve`` as a process on a free loopback port, and an HTTP client for it (with its token)."""
 
     def __init__(self, *flags: str) -> None:
         import httpx
 
         self.port = free_port()
+        token = secrets.token_urlsafe(32)
         argv = [sys.executable, "-m", "avdnn", "serve", "--port", str(self.port), *flags]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env(), text=True)
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=DEADLINE)
+        given = dict(env(), AVDNN_SERVE_TOKEN=token)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=given, text=True)
+        auth = {"Authorization": f"Bearer {token}"}
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=DEADLINE, headers=auth)
         end = time.monotonic() + DEADLINE
         while True:
             if self.proc.poll() is not None:

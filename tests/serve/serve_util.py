@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import select
 import socket
 import subprocess
 import threading
@@ -96,16 +98,18 @@ class Camera:
 
 
 class Served:
-    """``avdnn serve`` in a thread of this process on a free loopback port; ``client`` talks to it."""
+    """``avdnn serve`` in a thread of this process on a free loopback port; ``client`` talks to it,
+    with the service's token (the one given, or the one it made; none with ``no_auth=True``)."""
 
     def __init__(self, **settings: Any) -> None:
         settings.setdefault("port", free_port())
-        token = settings.get("token")
         self.config = ServeConfig(**settings)
         self.server = make_server(self.config, jobs_from_argv)
         self.service = self.server.service
         self.url = f"http://127.0.0.1:{self.config.port}"
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        #: the bearer token every request carries (None with no_auth)
+        self.token = self.service.token
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         self.client = httpx.Client(base_url=self.url, timeout=DEADLINE, headers=headers)
         self._thread = threading.Thread(target=self.server.run, name="test-serve", daemon=True)
 
@@ -129,6 +133,28 @@ class Served:
         assert r.status_code == 200, r.text
         body: dict[str, Any] = r.json()
         return body
+
+
+#: what ``avdnn serve`` writes before the page's URL on stderr, once it listens
+ANNOUNCE = "avdnn serve: the web page and the API are at "
+
+
+def announced(proc: subprocess.Popen[str], deadline: float = DEADLINE) -> tuple[str, str]:
+    """Read the stderr of an ``avdnn serve`` process up to the line with the page's URL: (the URL,
+    what stderr had up to and with that line). Raw reads of the pipe, so ``communicate`` gets the rest."""
+    assert proc.stderr is not None
+    fd, seen, end = proc.stderr.fileno(), b"", time.monotonic() + deadline
+    while True:
+        for line in seen.decode(errors="replace").splitlines(keepends=True):
+            if line.startswith(ANNOUNCE) and line.endswith("\n"):
+                return line[len(ANNOUNCE) :].strip(), seen.decode(errors="replace")
+        left = end - time.monotonic()
+        assert left > 0, f"avdnn serve printed no URL after {deadline} s: {seen.decode(errors='replace')}"
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            chunk = os.read(fd, 65536)
+            assert chunk, f"avdnn serve exited before its URL: {seen.decode(errors='replace')}"
+            seen += chunk
 
 
 def wait_for(what: str, check: Callable[[], Any], deadline: float = DEADLINE) -> Any:

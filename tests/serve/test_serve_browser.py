@@ -1,8 +1,9 @@
 """The web page in Debian's headless Chromium (Selenium driving /usr/bin/chromedriver, nothing
 downloaded): the pipeline listed, its live MJPEG preview decoded, a source added through the form
 with its counters moving, one removed with its button, the events list filled over SSE, text from
-the API inserted as text, and the token traded for the session cookie. Live sources are the
-oracle ffmpeg on loopback; the service is the real one on a free port."""
+the API inserted as text, and the token traded for the session cookie (from the printed
+``/?token=...`` address, which the page then drops, or typed in). Live sources are the oracle
+ffmpeg on loopback; the service is the real one on a free port."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def test_the_page_shows_adds_removes_and_streams(serve: Any, page: Any, ffmpeg: 
         # the page opens once cam1 has run a few seconds: its chart starts with the service's samples
         wait_for("cam1 sampled 4 times", lambda: _samples(served, "lobby", "cam1") >= 4)
         before = _samples(served, "lobby", "cam1")
-        p = page(served.url + "/")
+        p = page(f"{served.url}/?token={served.token}")  # as avdnn serve prints it
         chart = p.one('article[data-pipeline="lobby"] [data-source="cam1"] canvas.chart')
         points, loaded = int(chart.get_attribute("data-points")), int(chart.get_attribute("data-history"))
         assert loaded >= before and points > loaded  # drawn first with the history, then its own polls
@@ -153,6 +154,8 @@ def test_the_page_shows_adds_removes_and_streams(serve: Any, page: Any, ffmpeg: 
         wait_for("cam2's end event listed", lambda: p.css('#events li[data-source="cam2"][data-type="end"]'))
         errors = [e for e in p.driver.get_log("browser") if e["level"] == "SEVERE" and "favicon" not in e["message"]]
         assert errors == [], errors
+        assert p.driver.current_url == served.url + "/"  # the token left the address bar (and the history)
+        assert served.token not in p.driver.execute_script("return document.documentElement.outerHTML")
 
 
 def test_the_page_signs_in_with_the_token(serve: Any, page: Any, ffmpeg: str) -> None:
@@ -167,8 +170,10 @@ def test_the_page_signs_in_with_the_token(serve: Any, page: Any, ffmpeg: str) ->
             "sources": [{"id": "cam", "url": cam.url}],
         }
         assert served.client.post("/api/pipelines", json=body).status_code == 201
-        p = page(served.url + "/")
+        p = page(served.url + "/?token=n0t-the-t0ken")  # a wrong token in the address: dropped, then asked for
         wait_for("the token asked for", lambda: p.one("#login").is_displayed())
+        assert p.one("#login-error").text == "the token in the address is not this service's"
+        assert p.driver.current_url == served.url + "/"
         p.one("#login-token").send_keys("wrong")
         p.one('#login button[type="submit"]').click()
         wait_for("a wrong token refused", lambda: p.one("#login-error").text == "wrong token")

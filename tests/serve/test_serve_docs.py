@@ -41,6 +41,7 @@ def test_the_curl_session_runs_as_printed(ffmpeg: str, tmp_path: Path) -> None:
     package_root = str(Path(avdnn.__file__).resolve().parents[1])  # this avdnn, whatever the working directory
     path = os.pathsep.join([package_root, *filter(None, [os.environ.get("PYTHONPATH")])])
     env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}", PYTHONPATH=path)
+    env.pop("AVDNN_SERVE_TOKEN", None)  # the session uses the token the service makes
     res = subprocess.run(
         ["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False
     )
@@ -56,6 +57,8 @@ def test_the_curl_session_runs_as_printed(ffmpeg: str, tmp_path: Path) -> None:
         assert row["balanced"] and row["state"] == "ended", row
         assert decoded_frames(ffmpeg, tmp_path / "out" / f"{row['id']}.mkv") == row["frames"]["written"]
     assert list((tmp_path / "state" / "pipelines").iterdir()) == []  # deleted: forgotten by the state
+    token = (tmp_path / "state" / "token").read_text().strip()  # the one it made, printed once
+    assert res.stderr.count(token) == 1 and f"/?token={token}\n" in res.stderr
     assert "Traceback" not in res.stderr
 
 

@@ -9,31 +9,48 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
-from serve_util import DEADLINE, decoded_frames, free_port, source, wait_for
+from serve_util import DEADLINE, announced, decoded_frames, free_port, source, wait_for
 
 TESTSRC = "testsrc2=size=64x48:rate=10"
 
 
 class Process:
-    """``python -m avdnn serve ARGS`` on a free port, its stderr kept."""
+    """``python -m avdnn serve ARGS`` on a free port, its stderr kept (read as it comes: a full pipe
+    would stop the service at its next log line); its client carries the token of the URL it
+    printed (the one it made, or kept in ``--state``)."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "avdnn", "serve", "--port", str(self.port), *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
+            cwd=cwd,
         )
-        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=DEADLINE)
+        self.url, self.err = announced(self.proc)
+        self._rest: list[bytes] = []
+        self._drain = threading.Thread(target=self._read_rest, name="test-serve-stderr", daemon=True)
+        self._drain.start()
+        self.token = parse_qs(urlsplit(self.url).query).get("token", [None])[0]
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=DEADLINE, headers=headers)
         wait_for("the service ready", self._ready)
 
+    def _read_rest(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := os.read(self.proc.stderr.fileno(), 65536):
+            self._rest.append(chunk)
+
     def _ready(self) -> bool:
-        assert self.proc.poll() is None, self.proc.communicate()[1]
+        assert self.proc.poll() is None, self.err
         try:
             return self.client.get("/readyz").status_code == 200
         except httpx.TransportError:
@@ -48,11 +65,14 @@ class Process:
         self.client.close()
         self.proc.send_signal(signal.SIGTERM)
         try:
-            _, err = self.proc.communicate(timeout=DEADLINE)
+            self.proc.wait(timeout=DEADLINE)
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
-        return self.proc.returncode, err
+            self._drain.join(DEADLINE)
+            assert self.proc.stderr is not None
+            self.proc.stderr.close()
+        return self.proc.returncode, self.err + b"".join(self._rest).decode(errors="replace")
 
 
 def _flowing(p: Process, pid: str, sid: str, more_than: int = 5) -> bool:
@@ -93,7 +113,9 @@ def test_sigterm_stops_every_pipeline_cleanly_and_the_state_brings_them_back(ffm
     assert all(n > 5 for n in first.values()), first  # finished: the oracle decodes every frame
 
     # started again on the same state: both pipelines come back (cfg once), writing beside the first files
+    token = served.token
     served = Process("--state", str(state), "--config", str(config), "--media-root", str(tmp_path))
+    assert served.token == token  # kept in the state: the same URL after a restart
     listed = served.client.get("/api/pipelines").json()["pipelines"]
     assert sorted(p["id"] for p in listed) == ["cfg", "made"]
     wait_for("both back", lambda: _flowing(served, "cfg", "a") and _flowing(served, "made", "b"))

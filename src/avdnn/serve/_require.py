@@ -1,4 +1,4 @@
-"""The service's own packages (FastAPI, uvicorn, prometheus_client), checked before anything imports them."""
+"""The service's own packages (FastAPI, uvicorn, prometheus_client, Swagger UI's files), checked before use."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import importlib.util
 from avdnn.errors import BackendUnavailableError
 
 #: what ``avdnn[serve]`` installs, by import name
-PACKAGES = ("fastapi", "uvicorn", "prometheus_client", "pydantic")
+PACKAGES = ("fastapi", "uvicorn", "prometheus_client", "pydantic", "swagger_ui_bundle")
 HINT = "pip install 'avdnn[serve]'"
 
 

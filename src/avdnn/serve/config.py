@@ -1,9 +1,9 @@
 """The service's settings: the command line's flags, a ``--config`` file, and their defaults.
 
 A config file is TOML (or JSON, by its extension): the flags' names as keys (``host``, ``port``,
-``token``, ``state``, the limits and timings below) and ``[[pipelines]]`` entries, each a body
-``POST /api/pipelines`` takes, started when the service starts. A flag given on the command line
-wins over the file.
+``token``, ``no_auth``, ``allow_host``, ``state``, the limits and timings below) and
+``[[pipelines]]`` entries, each a body ``POST /api/pipelines`` takes, started when the service
+starts. A flag given on the command line wins over the file.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from avdnn.errors import InvalidArgumentError, NotFoundError
+from avdnn.serve.hosts import split_host
 
 __all__ = ["MAX_HISTORY", "ServeConfig", "load_config"]
 
@@ -29,8 +30,14 @@ class ServeConfig:
 
     host: str = "127.0.0.1"
     port: int = 8080
-    #: the bearer token every request must carry (required on a non-loopback address)
+    #: the bearer token every request must carry (None: the service makes one; given: required beyond loopback)
     token: str | None = None
+    #: no token at all (loopback binds only): every local user and program drives the service
+    no_auth: bool = False
+    #: Host header names admitted besides the bound address, localhost, 127.0.0.1 and [::1] (NAME or NAME:PORT)
+    allow_host: list[str] = field(default_factory=list)
+    #: seconds a web page's session cookie lasts (12 h), from its sign-in
+    session_ttl: float = 12 * 3600.0
     #: where pipeline specs are kept, so that they come back after a restart (None: nowhere)
     state: Path | None = None
     max_pipelines: int = 16
@@ -81,6 +88,19 @@ class ServeConfig:
                 raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}: more than 0", option=name)
         if self.token is not None and not self.token.strip():
             raise InvalidArgumentError("an empty --token protects nothing", option="token")
+        if not self.session_ttl > 0:
+            raise InvalidArgumentError(f"Invalid session_ttl {self.session_ttl}: more than 0", option="session_ttl")
+        if self.no_auth and self.token is not None:
+            raise InvalidArgumentError("--no-auth and --token contradict each other: give one", option="no_auth")
+        if isinstance(self.allow_host, str) or not all(isinstance(h, str) for h in self.allow_host):
+            raise InvalidArgumentError("allow_host is a list of host names", option="allow_host")
+        for entry in self.allow_host:
+            split = split_host(entry)
+            if split is None or not split[0]:
+                raise InvalidArgumentError(
+                    f"Invalid --allow-host '{entry}': a host name, or NAME:PORT", option="allow_host"
+                )
+        self.allow_host = list(self.allow_host)
         if self.state is not None:
             self.state = Path(self.state)
         self.media_root = Path(os.path.realpath(self.media_root if self.media_root is not None else os.getcwd()))

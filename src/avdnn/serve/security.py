@@ -1,23 +1,24 @@
-"""Safe by default: loopback unless a token is set, a bearer token checked in constant time, bounded bodies.
+"""Safe by default: a token on every request, loopback unless a token is given, bounded bodies.
 
 * :func:`check_bind`: an address other than loopback (``127.0.0.0/8``, ``::1``, ``localhost``) is
-  refused without a token: a service that runs command lines must not be open to a network;
-* :class:`TokenGate`: with a token, every request but ``/healthz`` and ``/readyz`` (which tell
-  nothing but "up") and the web page's static files (``/``, ``/ui/...``: code, no data) carries
-  ``Authorization: Bearer TOKEN`` or the page's session cookie, each compared with
-  :func:`hmac.compare_digest`; anything else is a 401. A browser's ``EventSource`` and ``<img>``
-  cannot send a header: the page trades the token for the cookie once (``POST /api/session`` with
-  the header), an ``HttpOnly``, ``SameSite=Strict`` cookie holding an HMAC of the token (never the
-  token, never in a URL, so never in a log or the browser's history);
+  refused without a token given (``--token``): a service that runs command lines must not be
+  open to a network on a token nobody chose; ``--no-auth`` is refused there too;
+* :class:`TokenGate`: every request but ``/healthz`` and ``/readyz`` (which tell nothing but
+  "up") and the web page's static files (``/``, ``/ui/...``: code, no data) carries
+  ``Authorization: Bearer TOKEN`` (compared with :func:`hmac.compare_digest`) or a live session
+  cookie of the page (:mod:`avdnn.serve.sessions`); anything else is a 401. The token is the one
+  given, or one the service made (:mod:`avdnn.serve.tokens`); only ``--no-auth`` goes without;
 * :class:`BodyLimit`: a request body over ``max_body`` bytes is a 413, whether it says its length
   or streams it.
 
-Both are plain ASGI middleware, so they cover every route, ``/metrics`` and the OpenAPI pages too.
+They are plain ASGI middleware, as is the Host check before them (:mod:`avdnn.serve.hosts`), so
+they cover every route, ``/metrics`` and the OpenAPI pages too. Their refusals are the service's
+error model, ``{"detail": "<one line>", "code": <AVERROR>}``.
 """
 
 from __future__ import annotations
 
-import hashlib
+import errno
 import hmac
 import ipaddress
 import json
@@ -25,7 +26,8 @@ import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from avdnn.errors import InvalidArgumentError
+from avdnn.errors import AVERROR, InvalidArgumentError
+from avdnn.serve.sessions import Sessions
 
 __all__ = [
     "COOKIE",
@@ -34,8 +36,9 @@ __all__ = [
     "BodyLimit",
     "TokenGate",
     "check_bind",
+    "cookie_session",
     "is_loopback",
-    "session_value",
+    "reply",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -49,11 +52,6 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/"})
 OPEN_PREFIXES = ("/ui/",)
 #: the web page's session cookie (set by POST /api/session)
 COOKIE = "avdnn_session"
-
-
-def session_value(token: str) -> str:
-    """What the session cookie holds for ``token``: an HMAC of it, so the cookie never is the token."""
-    return hmac.new(token.encode(), b"avdnn serve session", hashlib.sha256).hexdigest()
 
 
 def is_loopback(host: str) -> bool:
@@ -71,8 +69,14 @@ def is_loopback(host: str) -> bool:
     return bool(addresses) and all(ipaddress.ip_address(str(a).split("%")[0]).is_loopback for a in addresses)
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to listen beyond loopback without a token."""
+def check_bind(host: str, token: str | None, no_auth: bool = False) -> None:
+    """Refuse to listen beyond loopback without a token given, and ``--no-auth`` anywhere but loopback."""
+    if no_auth and not is_loopback(host):
+        raise InvalidArgumentError(
+            f"refusing --no-auth on '{host}': without a token only a loopback address may be served "
+            "(avdnn serve --host 127.0.0.1 --no-auth)",
+            option="no_auth",
+        )
     if token is None and not is_loopback(host):
         raise InvalidArgumentError(
             f"refusing to listen on '{host}' without --token: beyond loopback every request must carry "
@@ -81,20 +85,37 @@ def check_bind(host: str, token: str | None) -> None:
         )
 
 
-async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"detail": detail}).encode()
+async def reply(
+    send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None, *, code: int
+) -> None:
+    """Answer ``{"detail": detail, "code": code}`` with ``status`` from a middleware."""
+    body = json.dumps({"detail": detail, "code": code}).encode()
     head = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *(headers or [])]
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
 
 
-class TokenGate:
-    """401 for a request without ``Authorization: Bearer <token>`` or the session cookie (open paths excepted)."""
+def cookie_session(headers: list[tuple[bytes, bytes]]) -> list[str]:
+    """The values of the session cookie among a request's ``Cookie`` headers."""
+    prefix = COOKIE.encode() + b"="
+    found = []
+    for name, value in headers:
+        if name != b"cookie":
+            continue
+        for part in bytes(value).split(b";"):
+            part = part.strip()
+            if part.startswith(prefix):
+                found.append(part[len(prefix) :].decode("latin-1"))
+    return found
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+
+class TokenGate:
+    """401 for a request without ``Authorization: Bearer <token>`` or a live session cookie (open paths excepted)."""
+
+    def __init__(self, app: ASGIApp, token: str, sessions: Sessions) -> None:
         self.app = app
         self._token = token.encode()
-        self._session = session_value(token).encode()
+        self._sessions = sessions
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
@@ -102,27 +123,22 @@ class TokenGate:
             await self.app(scope, receive, send)
             return
         if not self._allowed(scope.get("headers", [])):
-            await _reply(send, 401, "a bearer token is required", [(b"www-authenticate", b'Bearer realm="avdnn"')])
+            await reply(
+                send,
+                401,
+                "a bearer token is required",
+                [(b"www-authenticate", b'Bearer realm="avdnn"')],
+                code=AVERROR(errno.EACCES),
+            )
             return
         await self.app(scope, receive, send)
 
     def _allowed(self, headers: list[tuple[bytes, bytes]]) -> bool:
-        bearer, cookies = b"", []
-        for name, value in headers:
-            if name == b"authorization" and not bearer:
-                bearer = bytes(value)
-            elif name == b"cookie":
-                cookies.append(bytes(value))
+        bearer = next((bytes(value) for name, value in headers if name == b"authorization"), b"")
         scheme, _, credential = bearer.partition(b" ")
         if scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token):
             return True
-        prefix = COOKIE.encode() + b"="
-        for header in cookies:
-            for part in header.split(b";"):
-                part = part.strip()
-                if part.startswith(prefix) and hmac.compare_digest(part[len(prefix) :], self._session):
-                    return True
-        return False
+        return any(self._sessions.valid(sid) for sid in cookie_session(headers) if sid)
 
 
 class BodyLimit:
@@ -143,12 +159,12 @@ class BodyLimit:
                 except ValueError:
                     declared = self.limit + 1
                 if declared > self.limit:
-                    await _reply(send, 413, f"the request body is over {self.limit} bytes")
+                    await reply(send, 413, f"the request body is over {self.limit} bytes", code=AVERROR(errno.E2BIG))
                     return
         if not any(name == b"content-length" for name, _ in scope.get("headers", [])):
             replay = await self._buffered(receive)
             if replay is None:
-                await _reply(send, 413, f"the request body is over {self.limit} bytes")
+                await reply(send, 413, f"the request body is over {self.limit} bytes", code=AVERROR(errno.E2BIG))
                 return
             receive = replay
         await self.app(scope, receive, send)

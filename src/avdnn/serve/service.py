@@ -35,9 +35,11 @@ from avdnn.serve.eventbus import EventBus
 from avdnn.serve.failed import FailedPipeline
 from avdnn.serve.history import INTERVAL
 from avdnn.serve.pipeline import CommandParser, ServedPipeline
+from avdnn.serve.sessions import Sessions
 from avdnn.serve.slots import Slots
 from avdnn.serve.specs import ArgsPipeline, PipelineSpec, SourceSpec, TemplatePipeline
 from avdnn.serve.state import Entry, StateDir
+from avdnn.serve.tokens import service_token
 from avdnn.serve.watchdog import Watchdog
 
 __all__ = ["KEEP_ENDED", "EventCounters", "Service"]
@@ -83,6 +85,11 @@ class Service:
         self._failed: dict[str, FailedPipeline] = {}
         self._next = 0
         self._state = StateDir(config.state) if config.state is not None else None
+        token = service_token(config)  # the one given, the one kept in the state, or a new one
+        #: the bearer token every request carries (None only with no_auth); token_made: the service made it
+        self.token, self.token_made = token.value, token.made
+        #: the web page's sessions (their cookies), checked by the gate
+        self.sessions = Sessions(config.session_ttl)
         self._watchdog = Watchdog(min(1.0, config.watchdog / 4), self._check)
         self._sampler = Watchdog(INTERVAL, self._sample, name="avdnn-serve-history")
         #: every pipeline's events, for GET /api/events (its counts are the sse and listener sinks')

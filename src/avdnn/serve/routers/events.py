@@ -20,9 +20,10 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from avdnn.serve.deps import ServiceDep
 from avdnn.serve.eventbus import RING
 from avdnn.serve.slots import Slot
+from avdnn.serve.openapi import errors
 from avdnn.serve.specs import Id
 
-router = APIRouter(prefix="/api", tags=["events"])
+router = APIRouter(prefix="/api", tags=["events"], responses=errors(400, 401))
 
 #: seconds between two looks at whether the service is stopping while no event comes
 _LOOK = 0.5
@@ -35,7 +36,7 @@ async def _slot(service: ServiceDep) -> Slot:
     return service.events.reserve()
 
 
-@router.get("/events", response_class=EventSourceResponse)
+@router.get("/events", response_class=EventSourceResponse, responses=errors(503))
 async def events(
     service: ServiceDep,
     slot: Annotated[Slot, Depends(_slot)],

@@ -11,10 +11,17 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from avdnn.serve.deps import ServiceDep
+from avdnn.serve.openapi import errors
 
-router = APIRouter(tags=["health"])
+
+class NotReady(BaseModel):
+    status: str
+
+
+router = APIRouter(tags=["health"], responses=errors(400))
 
 
 @router.get("/healthz")
@@ -22,7 +29,7 @@ def healthz() -> dict[str, Any]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=None)
+@router.get("/readyz", response_model=None, responses={503: {"model": NotReady, "description": "starting or stopping"}})
 def readyz(service: ServiceDep) -> dict[str, Any] | JSONResponse:
     if service.ready and not service.stopping.is_set():  # a pipeline that failed at start is listed, not a reason
         failed = [p.id for p in service.failed()]

@@ -23,9 +23,10 @@ from avdnn import api
 from avdnn.errors import AvdnnError
 from avdnn.serve.deps import ServiceDep
 from avdnn.serve.errors import UnknownError
+from avdnn.serve.openapi import JpegResponse, MjpegResponse, errors
 from avdnn.serve.specs import Id
 
-router = APIRouter(prefix="/api/pipelines/{pid}/sources/{sid}", tags=["previews"])
+router = APIRouter(prefix="/api/pipelines/{pid}/sources/{sid}", tags=["previews"], responses=errors(400, 401, 404))
 log = logging.getLogger("avdnn.serve")
 
 BOUNDARY = "frame"
@@ -36,7 +37,7 @@ Width = Annotated[int | None, Query(ge=16, le=7680, description="scale down to a
 Quality = Annotated[int, Query(ge=2, le=31, description="JPEG quality, ffmpeg's -q:v (2 best)")]
 
 
-@router.get("/preview.mjpg")
+@router.get("/preview.mjpg", response_class=MjpegResponse, responses=errors(503))
 async def preview(
     pid: Id,
     sid: Id,
@@ -91,7 +92,7 @@ async def preview(
     )
 
 
-@router.get("/snapshot.jpg")
+@router.get("/snapshot.jpg", response_class=JpegResponse)
 def snapshot(pid: Id, sid: Id, service: ServiceDep, width: Width = None, q: Quality = 5) -> Response:
     """The newest frame of the source's chain output as one JPEG (404 before its first frame)."""
     served = service.get(pid).source(sid)

@@ -10,12 +10,13 @@ from fastapi import APIRouter, Query
 from avdnn.serve.config import MAX_HISTORY
 from avdnn.serve.deps import ServiceDep
 from avdnn.serve.history import INTERVAL
+from avdnn.serve.openapi import errors
 from avdnn.serve.specs import Id, SourceSpec
 
-router = APIRouter(prefix="/api/pipelines/{pid}/sources", tags=["sources"])
+router = APIRouter(prefix="/api/pipelines/{pid}/sources", tags=["sources"], responses=errors(400, 401, 404))
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=errors(409, 413, 503))
 def add_source(pid: Id, body: SourceSpec, service: ServiceDep) -> dict[str, Any]:
     """``{"id": "cam3", "url": "..."}`` joins the pipeline; its frames batch with the others' in the
     shared model instances, and the others never pause."""
@@ -49,7 +50,7 @@ def source_history(
     }
 
 
-@router.delete("/{sid}")
+@router.delete("/{sid}", responses=errors(409))
 def remove_source(pid: Id, sid: Id, service: ServiceDep) -> dict[str, Any]:
     """The source leaves: its run stopped as Ctrl-C stops one (its output finished); its final accounting."""
     return service.remove_source(pid, sid)

@@ -1,9 +1,12 @@
 """``/``: the web page (static HTML, plain JS and CSS under ``/ui/``, no build step), and its session.
 
 The page is code without data: it asks the API for everything it shows, so it is served without
-the token. With ``--token`` a browser signs in once: ``POST /api/session`` with the bearer header
-sets the session cookie (:data:`~avdnn.serve.security.COOKIE`) that its ``EventSource`` and its
-``<img>`` previews carry, since they cannot send a header; ``DELETE /api/session`` clears it.
+the token. A browser signs in once: opened as ``/?token=...`` (the URL the command prints) the
+page takes the token from its address and drops it from there (``history.replaceState``), or it
+asks for it; ``POST /api/session`` with the bearer header then sets the session cookie
+(:data:`~avdnn.serve.security.COOKIE`, a random id that expires, :mod:`avdnn.serve.sessions`)
+that its ``EventSource`` and its ``<img>`` previews carry, since they cannot send a header;
+``DELETE /api/session`` ends the session in the service and clears the cookie.
 """
 
 from __future__ import annotations
@@ -15,31 +18,34 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from avdnn.serve.deps import ServiceDep
-from avdnn.serve.security import COOKIE, session_value
+from avdnn.serve.openapi import errors
+from avdnn.serve.security import COOKIE, cookie_session
 
 __all__ = ["WEB", "router", "static_files"]
 
 #: the page's files, shipped in the package (pyproject's package data)
 WEB = Path(__file__).resolve().parent.parent / "web"
 
-router = APIRouter(tags=["web"])
+router = APIRouter(tags=["web"], responses=errors(400, 401))
 
 
 @router.get("/", include_in_schema=False)
 def page() -> FileResponse:
-    return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache"})
+    # opened as /?token=...: the address never goes on in a Referer
+    return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache", "Referrer-Policy": "no-referrer"})
 
 
 @router.post("/api/session", status_code=204)
 def open_session(request: Request, service: ServiceDep) -> Response:
     """Trade the bearer token (this request passed the gate with it) for the page's session cookie:
-    ``HttpOnly``, ``SameSite=Strict``, an HMAC of the token. Without ``--token``: nothing to set."""
+    a random id, ``HttpOnly``, ``SameSite=Strict``, ``Secure`` over https, expiring after
+    ``session_ttl`` seconds. With ``no_auth``: nothing to set."""
     response = Response(status_code=204)
-    token = service.config.token
-    if token is not None:
+    if service.token is not None:
         response.set_cookie(
             COOKIE,
-            session_value(token),
+            service.sessions.open(),
+            max_age=int(service.config.session_ttl),
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -49,8 +55,10 @@ def open_session(request: Request, service: ServiceDep) -> Response:
 
 
 @router.delete("/api/session", status_code=204)
-def close_session() -> Response:
-    """Forget the session cookie (the page's sign-out)."""
+def close_session(request: Request, service: ServiceDep) -> Response:
+    """End the session (the page's sign-out): its id is revoked in the service, the cookie cleared."""
+    for sid in cookie_session(request.scope.get("headers", [])):
+        service.sessions.revoke(sid)
     response = Response(status_code=204)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response

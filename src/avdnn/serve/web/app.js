@@ -394,7 +394,23 @@ function openEvents() {
   });
 }
 
-// -- signing in (with --token) ---------------------------------------------------------------
+// -- signing in -------------------------------------------------------------------------------
+
+// Opened as /?token=... (the URL avdnn serve prints): the token leaves the address bar, and so the
+// browser's history, at once, then is traded for the session cookie.
+async function signInFromAddress() {
+  const params = new URLSearchParams(window.location.search);
+  const token = params.get("token");
+  if (token === null) return;
+  params.delete("token");
+  const rest = params.toString();
+  window.history.replaceState(null, "", window.location.pathname + (rest ? `?${rest}` : "") + window.location.hash);
+  try {
+    await api("POST", "api/session", undefined, { Authorization: `Bearer ${token}` });
+  } catch (err) {
+    $("login-error").textContent = err.status === 401 ? "the token in the address is not this service's" : err.message;
+  }
+}
 
 function showLogin() {
   $("login").hidden = false;
@@ -418,8 +434,9 @@ async function signIn(event) {
   poll();
 }
 
-window.addEventListener("DOMContentLoaded", () => {
+window.addEventListener("DOMContentLoaded", async () => {
   $("add-source").addEventListener("submit", submitSource);
   $("login").addEventListener("submit", signIn);
+  await signInFromAddress();
   poll();
 });
