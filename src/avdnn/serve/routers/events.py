@@ -19,8 +19,8 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from avdnn.serve.deps import ServiceDep
 from avdnn.serve.eventbus import RING
-from avdnn.serve.slots import Slot
 from avdnn.serve.openapi import errors
+from avdnn.serve.slots import Slot
 from avdnn.serve.specs import Id
 
 router = APIRouter(prefix="/api", tags=["events"], responses=errors(400, 401))
