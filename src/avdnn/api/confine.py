@@ -29,6 +29,7 @@ from avdnn.errors import AVERROR, InvalidArgumentError, PermissionDeniedError
 from avdnn.graph.files import NamedFile, format_dict, place_files
 from avdnn.media.libav import fileopts as fo
 from avdnn.media.libav.avio import guess_muxer
+from avdnn.media.output.muxer import check_output_name
 from avdnn.run.request import RunOptions
 from avdnn.zoo.resolve import is_zoo_ref
 
@@ -99,6 +100,8 @@ class Confinement:
         where = _Where(filter=filter, option=option)
         if "\x00" in given:
             raise ConfinementError("a NUL character in a path", **where)
+        if not given:
+            return given  # names nothing, opens nothing: refused as ffmpeg refuses it where it is used
         full = os.path.realpath(os.path.join(roots[0], given))
         root = next((r for r in roots if full == str(r) or full.startswith(os.path.join(r, ""))), None)
         if root is None:
@@ -244,6 +247,8 @@ def _output(c: Confinement, output: object, fmt: str | None, options: Mapping[st
     if output == "-" and fmt == "null":
         return output  # -f null -: nothing is written
     scheme = c.url(output, options, option="output")
+    if scheme is None:
+        check_output_name(output, fmt)  # in the client's words, before the name is made absolute
     muxer = fmt or (guess_muxer(None, output) if scheme is None else None)
     if muxer in fo.NESTED_MUXERS:
         raise ConfinementError(f"the muxer '{muxer}' writes files beside its output", file=output)
