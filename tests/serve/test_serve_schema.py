@@ -27,7 +27,15 @@ from avdnn.serve import ServeConfig, Service, create_app
 SCHEMA = create_app(Service(ServeConfig(no_auth=True))).openapi()
 #: a body over max_body is refused with 413 before its schema is read: a refusal too
 CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
-    {"checks": {"negative_data_rejection": {"expected-statuses": [400, 404, 405, 409, 413, 422]}}}
+    {
+        "checks": {
+            "negative_data_rejection": {"expected-statuses": [400, 404, 405, 409, 413, 422]},
+            # a body that fits the schema may still be refused for what it says: a chain that does
+            # not parse or an output whose muxer cannot be chosen (400), a path outside the media
+            # root (403), a pipeline or source that is not there (404), a limit or a name taken (409)
+            "positive_data_acceptance": {"expected-statuses": [200, 201, 204, 400, 403, 404, 409]},
+        }
+    }
 )
 #: GET /api/events and GET .../preview.mjpg answer a stream that ends only with the service (or
 #: the pipeline): a request the run makes would never complete; their refusals and media types
@@ -73,7 +81,8 @@ def test_every_route_lists_what_it_answers() -> None:
             assert op["responses"]["422"]["content"]["application/json"]["schema"] == {
                 "$ref": "#/components/schemas/SchemaErrorModel"
             }
-    assert {"409", "413", "503"} <= set(ops[("POST", "/api/pipelines")]["responses"])
+    assert {"403", "409", "413", "503"} <= set(ops[("POST", "/api/pipelines")]["responses"])
+    assert {"403", "409", "413", "503"} <= set(ops[("POST", "/api/pipelines/{pid}/sources")]["responses"])
     assert {"404", "409"} <= set(ops[("DELETE", "/api/pipelines/{pid}")]["responses"])
     assert set(SCHEMA["components"]["securitySchemes"]) == {"bearer", "session"}
     assert "HTTPValidationError" not in SCHEMA["components"]["schemas"]  # FastAPI's 422, never sent

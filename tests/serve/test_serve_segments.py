@@ -49,7 +49,7 @@ def test_the_sink_files_move_with_the_output_under_one_n(tmp_path: Path) -> None
 
 def _run_once(state: Path, out: Path, spec: TemplatePipeline | None) -> dict[str, Any]:
     """A service on ``state`` (the pipeline made, or restored from the state); its source's row once its run ended."""
-    service = Service(ServeConfig(state=state, retry_interval=60.0), jobs_from_argv)
+    service = Service(ServeConfig(state=state, retry_interval=60.0, media_root=out), jobs_from_argv)
     service.start()
     try:
         if spec is not None:

@@ -1,7 +1,7 @@
 """The OpenAPI schema as the service answers, and ``/docs`` served from the package's own files.
 
 Every route lists the statuses it answers with their bodies: the error model
-``{"detail": "<one line>", "code": <AVERROR>}`` (:class:`ErrorModel`) for 400, 401, 404, 409, 413
+``{"detail": "<one line>", "code": <AVERROR>}`` (:class:`ErrorModel`) for 400, 401, 403, 404, 409, 413
 and 503, the schema error (:class:`SchemaErrorModel`) for 422; ``/metrics`` is ``text/plain``,
 the snapshot ``image/jpeg``, the preview ``multipart/x-mixed-replace``, ``/api/events``
 ``text/event-stream``. The routes behind the token say so (``security``: the bearer header or the
@@ -71,6 +71,7 @@ class MjpegResponse(StreamingResponse):
 _WHY = {
     400: "what avdnn refuses (a chain, an option, a value), or a Host this service does not answer to",
     401: "no bearer token, a wrong one, or no live session cookie",
+    403: "a path outside the media root, a protocol off the allow-list, or listening without --allow-listen",
     404: "no such pipeline or source (or no frame yet)",
     409: "the name is taken, a limit is reached, or the pipeline has ended",
     413: "the request body is over max_body",

@@ -13,7 +13,7 @@ from avdnn.serve.specs import Id, PipelineBody
 router = APIRouter(prefix="/api/pipelines", tags=["pipelines"], responses=errors(400, 401))
 
 
-@router.post("", status_code=201, responses=errors(409, 413, 503))
+@router.post("", status_code=201, responses=errors(403, 409, 413, 503))
 def create_pipeline(body: PipelineBody, service: ServiceDep) -> dict[str, Any]:
     """Start a pipeline: ``{"args": [...]}`` (the ``avdnn`` command's argv) or a template
     (``chain``, ``output`` with ``{source}``, ``input_options``, ``sources``). 201 with its id."""

@@ -16,7 +16,7 @@ from avdnn.serve.specs import Id, SourceSpec
 router = APIRouter(prefix="/api/pipelines/{pid}/sources", tags=["sources"], responses=errors(400, 401, 404))
 
 
-@router.post("", status_code=201, responses=errors(409, 413, 503))
+@router.post("", status_code=201, responses=errors(403, 409, 413, 503))
 def add_source(pid: Id, body: SourceSpec, service: ServiceDep) -> dict[str, Any]:
     """``{"id": "cam3", "url": "..."}`` joins the pipeline; its frames batch with the others' in the
     shared model instances, and the others never pause."""
