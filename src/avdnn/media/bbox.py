@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from avdnn.errors import InvalidArgumentError
+from avdnn.media.objects import Mask
 
 #: AV_DETECTION_BBOX_LABEL_NAME_MAX_SIZE: a label is at most 63 bytes plus NUL.
 LABEL_MAX_SIZE = 64
@@ -83,6 +84,12 @@ class Box:
     xyxy: tuple[float, float, float, float]
     track_id: int = -1
     predicted: bool = False
+    #: avdnn's own columns for this box (avdnn.media.objects): (K, 3) keypoints, mask, text, rotated box
+    keypoints: np.ndarray | None = None
+    mask: Mask | None = None
+    text: str = ""
+    text_score: float | None = None
+    xywhr: tuple[float, float, float, float, float] | None = None
 
     @property
     def classify_count(self) -> int:

@@ -7,6 +7,7 @@ expected and actual shapes. Single NaN/inf scores are skipped (FFmpeg 1ae40482 h
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -141,17 +142,7 @@ def suppress(ctx: DetectContext, det: Detections, default: NmsMode) -> Detection
     parts = []
     for g in groups:
         merged, _, best = weighted_nms(det.xyxy[g], det.confidence[g], ctx.iou, max_det=ctx.max_det)
-        sub = det[g[best]]
-        parts.append(
-            Detections(
-                xyxy=merged,
-                confidence=sub.confidence,
-                class_id=sub.class_id,
-                labels=sub.labels,
-                source=sub.source,
-                frame_size=sub.frame_size,
-                pts=sub.pts,
-            )
-        )
+        # the cluster's best box keeps its own keypoints, mask and text
+        parts.append(dataclasses.replace(det[g[best]], xyxy=merged, ffmpeg_xywh=None))
     out = Detections.merge(parts)
     return out[np.argsort(-out.confidence, kind="stable")[: ctx.max_det]]
