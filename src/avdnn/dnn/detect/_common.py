@@ -126,6 +126,11 @@ def make(
     )
 
 
+def with_columns(det: Detections, **columns: object) -> Detections:
+    """``det`` with avdnn's own columns (keypoints, masks, text, xywhr, data) set."""
+    return dataclasses.replace(det, **columns)  # type: ignore[arg-type]
+
+
 def suppress(ctx: DetectContext, det: Detections, default: NmsMode) -> Detections:
     """Apply the context's overlap removal (``auto`` = the family's ``default``)."""
     mode = default if ctx.nms == "auto" else ctx.nms
