@@ -311,3 +311,16 @@ def test_ocr_detector_then_recognizer(tmp_path: Path) -> None:
     plain = constant(tmp_path, "plain", [np.zeros((1, 6, 5), F32)], shape=["N", 3, 48, "W"])
     with pytest.raises(InvalidArgumentError, match="character"):
         make_filter("dnn_classify", model=plain, model_type="ctc")
+
+
+def test_ctc_after_track_settles_the_text_by_vote(tmp_path: Path) -> None:
+    rec = _recognizer(tmp_path, [1, 0, 2], "A\nV")
+    frames = lavfi_frames("rgb24", 64, 64, 3)
+    for f in frames:
+        f.side_data.detections = Detections(
+            xyxy=[[8, 8, 40, 16]], confidence=[0.9], class_id=[0], frame_size=(64, 64), track_id=[7]
+        )
+    out = run_filter(make_filter("dnn_classify", model=rec, model_type="ctc", text_votes=2), frames)
+    assert [f.detections.text for f in out] == [("",), ("AV",), ("AV",)]
+    with pytest.raises(InvalidArgumentError, match="text_votes"):
+        make_filter("dnn_classify", model=rec, text_votes=2)

@@ -17,7 +17,8 @@ when any box was classified (FFmpeg: only when box 0 is selected).
 character set is the model file's ``character`` metadata (or the ``labels`` file, one character
 a line); each box's crop keeps its aspect ratio (:func:`avdnn.dnn.io_analytics.text_spec`), the
 greedy decode (:func:`avdnn.dnn.detect.ctc_greedy`) gives a string and its score, and a string
-scoring at least ``confidence`` becomes the box's ``text`` (the classify slots stay free).
+scoring at least ``confidence`` becomes the box's ``text`` (the classify slots stay free). After
+``track``, a track's text is decided by vote (``text_votes`` equal reads, :mod:`avdnn.tracking.textvote`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from avdnn.media.detections import NUM_CLASSIFY, Detections
 from avdnn.media.frame import Frame
 from avdnn.media.pixfmt import DNN_PIX_FMTS
 from avdnn.tracking.summary import MAX_TRACKS
+from avdnn.tracking.textvote import TextVotes
 
 #: what the model gives: FFmpeg's top-1 class, or a CTC recognizer's text (avdnn)
 CLASSIFY_TYPES: dict[str, int] = {"top1": 0, "ctc": 1}
@@ -55,6 +57,14 @@ CLASSIFY_OPTIONS: tuple[Option, ...] = (
         0,
         INT_MAX,
         help="classify a tracked object every Nth frame it is seen and reuse its labels between; 0: once (avdnn)",
+    ),
+    Option(
+        "text_votes",
+        "int",
+        2,
+        1,
+        INT_MAX,
+        help="model_type=ctc after track: equal reads a track needs before its boxes carry that text (avdnn)",
     ),
 )
 
@@ -107,6 +117,12 @@ class DnnClassifyFilter(DnnFilter):
                     option="labels",
                 )
             self.characters = characters(meta) if meta is not None else tuple(self.labels or ())
+        elif "text_votes" in getattr(values, "given", ()):
+            self.close()
+            raise InvalidArgumentError(
+                "text_votes applies to model_type=ctc only", filter=self.label, option="text_votes"
+            )
+        self.votes = TextVotes(int(values.get("text_votes", 2)))
         target = values.get("target")
         self.target = target.lower() if target else None
         self._specs: dict[tuple[int, int], io_analytics.InputSpec] = {}
@@ -195,15 +211,20 @@ class DnnClassifyFilter(DnnFilter):
             if tid >= 0:
                 self._labels[tid] = result
         pairs = [*zip(indices, results, strict=True), *((i, self._labels.get(t)) for i, t in job.reused)]
-        if not pairs:
-            return frame
         det: Detections = frame.side_data.detections
+        if not pairs:
+            if self.ctc and det is not None and det.tracked:  # the tracks' decided texts on every frame
+                frame.side_data = frame.side_data.copy()
+                frame.side_data.detections = self.votes.apply(det)
+            return frame
         for index, result in sorted(pairs, key=lambda p: p[0]):
             if isinstance(result, ClassifyResult):
                 det = det.with_classification(index, result.label, result.confidence)
             elif result is not None:
                 det = det.with_text(index, *result)
         det = det.with_source_appended(self.model_source)
+        if self.ctc:
+            det = self.votes.apply(det)
         frame.side_data = frame.side_data.copy()
         frame.side_data.detections = det
         return frame
