@@ -25,6 +25,7 @@ def record() -> Detections:
     kp[0, :, 0] = np.arange(17) * 3  # along the bottom row, clear of the mask and the plate
     kp[0, :, 1] = 45
     kp[0, :, 2] = 0.5
+    kp[0, 16, :] = (60, 2, 0.1)  # under drawobjects' keypoint_threshold: not drawn
     kp[1] = np.nan
     return Detections(
         xyxy=[[10, 10, 16, 14], [30, 30, 50, 40]],
@@ -47,7 +48,7 @@ def test_showinfo_prints_the_objects_columns() -> None:
     assert lines[1] == "index: 0,\tregion: (10, 10) -> (16, 14), label: person, confidence: 9000/10000."
     assert lines[2] == "\t\tmask:  area: 8, bounds: (11, 11) -> (15, 13)."
     assert lines[3].startswith("\t\tkeypoints:  nose: (0.0, 45.0) 0.50, left_eye: (3.0, 45.0) 0.50, ")
-    assert lines[3].endswith("right_ankle: (48.0, 45.0) 0.50.")
+    assert lines[3].endswith("right_ankle: (60.0, 2.0) 0.10.")
     assert lines[5:7] == [
         '\t\ttext:  "AB12", confidence: 9700/10000.',
         "\t\tangle:  0.5000 rad, centre: (40.0, 35.0), size: 20.0x10.0.",
@@ -79,6 +80,7 @@ def test_drawobjects_blends_masks_and_draws_points_lines_and_text() -> None:
     assert px[11, 11].tolist() == [178, 50, 50] and px[12, 14].tolist() == [178, 50, 50]
     assert px[10, 10].tolist() == [100, 100, 100] and px[13, 15].tolist() == [100, 100, 100]
     assert px[45, 0].tolist() == [255, 0, 0]  # the nose's dot, full colour
+    assert px[2, 60].tolist() == [100, 100, 100]  # the unsure ankle is left out
     assert (px[28:44, 28:54] != 100).any()  # the rotated box's outline
     assert (px[5:30, 28:60] != 100).any()  # the read text above the plate's box
     quiet = make_filter("drawobjects", mask_opacity=0, radius=0, text=0, keypoint_threshold=1)

@@ -8,10 +8,10 @@ outline, and the text a recognizer read above its box (``text``). Plain boxes an
 filter is made: the three go together.
 
 Colours follow the object: its track id (after ``track``) or else its class id, in supervision's
-palette (drawbox's ``track_color``), unless ``color`` names one. Per colour, the frame's
-coverage is one array: masks are pasted from their crops, lines and points rasterised by
-Pillow, and the blend is numpy over the covered pixels only (drawzones' layer); no per-pixel
-Python. Needs Pillow (``pip install 'avdnn[text]'``), as drawzones.
+palette (drawbox's ``track_color``), unless ``color`` names one. Per colour, the coverage is one
+array over the window its objects draw in (on whole chroma blocks): masks pasted from their
+crops, lines and points rasterised by Pillow, blended by numpy over that window only (drawtext's
+fallback rule); no per-pixel Python. Needs Pillow (``pip install 'avdnn[text]'``), as drawzones.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from avdnn.filters.overlay_bboxes import TRACK_PALETTE
 from avdnn.media.detections import Detections
 from avdnn.media.frame import Frame
 from avdnn.media.objects import rotated_corners
+from avdnn.media.pixfmt import lookup
 
 
 class DrawObjectsFilter(Filter):
@@ -65,6 +66,7 @@ class DrawObjectsFilter(Filter):
             "boxborderw": "3",
             "fontfile": values.get("fontfile"),
         }
+        self._samples: dict[tuple[str, tuple[int, int, int, int]], list[np.ndarray]] = {}
         self.renderer = (
             _textdraw.TextRenderer(style, int(values.get("fontsize") or 16), label=self.label)
             if values.get("text", True)
@@ -78,58 +80,115 @@ class DrawObjectsFilter(Filter):
         key = tid if tid >= 0 else max(int(det.class_id[i]), 0)
         return self.palette[key % len(self.palette)]
 
-    def coverage(self, det: Detections, width: int, height: int) -> dict[tuple[int, int, int, int], np.ndarray]:
-        """Per colour, the (height, width) coverage 0..1 of every mask, skeleton, point and rotated box."""
-        layers: dict[tuple[int, int, int, int], tuple[np.ndarray, Any]] = {}
+    def _color_samples(self, rgba: tuple[int, int, int, int], fmt: str) -> list[np.ndarray]:
+        key = (fmt, rgba)
+        if key not in self._samples:
+            self._samples[key] = _textdraw.color_in_format(rgba, fmt)
+        return self._samples[key]
 
-        def layer(rgba: tuple[int, int, int, int]) -> tuple[np.ndarray, Any]:
-            if rgba not in layers:
-                layers[rgba] = (np.zeros((height, width), np.float32), self.Image.new("L", (width, height), 0))
-            return layers[rgba]
+    def _extent(self, det: Detections, i: int) -> tuple[float, float, float, float] | None:
+        """Where object ``i``'s drawings can put colour (x0, y0, x1, y1), None when nowhere."""
+        boxes = []
+        mask = det.masks[i] if det.masks is not None else None
+        if mask is not None and self.opacity > 0 and mask.area:
+            boxes.append((mask.x, mask.y, mask.x + mask.shape[1], mask.y + mask.shape[0]))
+        pad = self.thickness + self.radius + 2
+        if det.xywhr is not None and not np.isnan(det.xywhr[i]).any():
+            c = rotated_corners(det.xywhr[i])[0]
+            boxes.append((c[:, 0].min() - pad, c[:, 1].min() - pad, c[:, 0].max() + pad, c[:, 1].max() + pad))
+        pts = self._points(det, i)
+        if pts is not None:
+            pts = pts[np.isfinite(pts).all(axis=1)]  # the points drawn (those under the threshold are NaN)
+            boxes.append((pts[:, 0].min() - pad, pts[:, 1].min() - pad, pts[:, 0].max() + pad, pts[:, 1].max() + pad))
+        if not boxes:
+            return None
+        b = np.asarray(boxes, dtype=np.float64)
+        return float(b[:, 0].min()), float(b[:, 1].min()), float(b[:, 2].max()), float(b[:, 3].max())
 
-        skeleton = COCO_SKELETON if det.keypoint_names == COCO_KEYPOINTS else ()
+    def _points(self, det: Detections, i: int) -> np.ndarray | None:
+        if det.keypoints is None:
+            return None
+        pts = det.keypoints[i]
+        ok = np.isfinite(pts).all(axis=1) & (pts[:, 2] >= np.float32(self.threshold))
+        return np.where(ok[:, None], pts, np.nan)[:, :2] if ok.any() else None
+
+    def coverage(
+        self, det: Detections, width: int, height: int, block: tuple[int, int] = (1, 1)
+    ) -> dict[tuple[int, int, int, int], tuple[tuple[int, int, int, int], np.ndarray]]:
+        """Per colour, the window (x0, y0, x1, y1, on whole chroma blocks) its objects draw in and
+        the coverage 0..1 there of every mask, skeleton, point and rotated box."""
+        groups: dict[tuple[int, int, int, int], list[tuple[int, tuple[float, float, float, float]]]] = {}
         for i in range(len(det)):
-            rgba = self._colour(det, i)
-            mask = det.masks[i] if det.masks is not None else None
-            if mask is not None and self.opacity > 0:
-                tint, _ = layer(rgba)
-                m = mask.clipped(width, height)
-                h, w = m.shape
-                window = tint[m.y : m.y + h, m.x : m.x + w]
-                np.maximum(window, m.bits * np.float32(self.opacity), out=window)
-            if det.xywhr is not None and not np.isnan(det.xywhr[i]).any():
-                corners = [(float(x), float(y)) for x, y in rotated_corners(det.xywhr[i])[0]]
-                draw = self.ImageDraw.Draw(layer(rgba)[1])
-                draw.line([*corners, corners[0]], fill=255, width=self.thickness, joint="curve")
-            if det.keypoints is not None and not np.isnan(det.keypoints[i]).all():
-                pts = det.keypoints[i]
-                ok = np.isfinite(pts).all(axis=1) & (pts[:, 2] >= np.float32(self.threshold))
-                draw = self.ImageDraw.Draw(layer(rgba)[1])
+            extent = self._extent(det, i)
+            if extent is not None:
+                groups.setdefault(self._colour(det, i), []).append((i, extent))
+        skeleton = COCO_SKELETON if det.keypoint_names == COCO_KEYPOINTS else ()
+        bw, bh = block
+        out = {}
+        for rgba, items in groups.items():
+            e = np.asarray([ext for _, ext in items])
+            x0 = max(0, int(np.floor(e[:, 0].min())) // bw * bw)
+            y0 = max(0, int(np.floor(e[:, 1].min())) // bh * bh)
+            x1 = min(width, -(-int(np.ceil(e[:, 2].max())) // bw) * bw)
+            y1 = min(height, -(-int(np.ceil(e[:, 3].max())) // bh) * bh)
+            if x1 <= x0 or y1 <= y0:
+                continue
+            tint = np.zeros((y1 - y0, x1 - x0), np.float32)
+            lines = self.Image.new("L", (x1 - x0, y1 - y0), 0)
+            draw = self.ImageDraw.Draw(lines)
+            for i, _ in items:
+                mask = det.masks[i] if det.masks is not None else None
+                if mask is not None and self.opacity > 0:
+                    m = mask.clipped(width, height)
+                    mx0, my0 = max(m.x, x0), max(m.y, y0)
+                    mx1, my1 = min(m.x + m.shape[1], x1), min(m.y + m.shape[0], y1)
+                    if mx1 > mx0 and my1 > my0:
+                        bits = m.bits[my0 - m.y : my1 - m.y, mx0 - m.x : mx1 - m.x]
+                        window = tint[my0 - y0 : my1 - y0, mx0 - x0 : mx1 - x0]
+                        np.maximum(window, bits * np.float32(self.opacity), out=window)
+                if det.xywhr is not None and not np.isnan(det.xywhr[i]).any():
+                    corners = [(float(x) - x0, float(y) - y0) for x, y in rotated_corners(det.xywhr[i])[0]]
+                    draw.line([*corners, corners[0]], fill=255, width=self.thickness, joint="curve")
+                pts = self._points(det, i)
+                if pts is None:
+                    continue
                 for a, b in skeleton:
-                    if ok[a] and ok[b]:
+                    if np.isfinite(pts[a]).all() and np.isfinite(pts[b]).all():
                         draw.line(
-                            [tuple(pts[a, :2].tolist()), tuple(pts[b, :2].tolist())], fill=255, width=self.thickness
+                            [(pts[a, 0] - x0, pts[a, 1] - y0), (pts[b, 0] - x0, pts[b, 1] - y0)],
+                            fill=255,
+                            width=self.thickness,
                         )
                 r = self.radius
-                for x, y in pts[ok, :2].tolist():
+                for x, y in pts[np.isfinite(pts).all(axis=1)].tolist():
                     if r:
-                        draw.ellipse((x - r, y - r, x + r, y + r), fill=255)
-        out = {}
-        for rgba, (tint, lines) in layers.items():
+                        draw.ellipse((x - x0 - r, y - y0 - r, x - x0 + r, y - y0 + r), fill=255)
             ink = np.asarray(lines, dtype=np.float32) / 255
-            out[rgba] = np.maximum(tint, ink)
+            out[rgba] = ((x0, y0, x1, y1), np.maximum(tint, ink))
         return out
 
     def filter(self, frame: Frame) -> list[Frame]:
         det = frame.side_data.detections
         if det is None or len(det) == 0:
             return [frame]
-        layers = self.coverage(det, frame.width, frame.height)
+        spec = lookup(frame.format)
+        block = (1 << max(p.log2_w for p in spec.planes), 1 << max(p.log2_h for p in spec.planes))
+        layers = self.coverage(det, frame.width, frame.height, block)
         out = frame
         if layers:
             planes = [np.array(p, copy=True) for p in frame.planes]
-            for rgba, cover in layers.items():
-                _textdraw.Layer(cover, rgba, frame.format).blend(planes)
+            for rgba, ((x0, y0, x1, y1), cover) in layers.items():
+                alpha = cover * np.float32(rgba[3] / 255.0)
+                for plane, pspec, value in zip(
+                    planes, spec.planes, self._color_samples(rgba, frame.format), strict=True
+                ):
+                    lw, lh = pspec.log2_w, pspec.log2_h
+                    region = plane[y0 >> lh : -(-y1 >> lh), x0 >> lw : -(-x1 >> lw)]
+                    a = _textdraw._subsample(alpha, lw, lh, region.shape[:2])
+                    if region.ndim == 3:
+                        a = a[..., None]
+                    mixed = region.astype(np.float32) * (1 - a) + np.asarray(value, dtype=np.float32) * a
+                    region[...] = np.clip(np.rint(mixed), 0, np.iinfo(region.dtype).max).astype(region.dtype)
             out = frame.with_planes(planes)
         if self.renderer is not None and det.text is not None:
             fontsize = self.renderer.font.size if hasattr(self.renderer.font, "size") else 16

@@ -135,7 +135,7 @@ def ctc_greedy(output: np.ndarray, chars: Sequence[str]) -> list[tuple[str, floa
             f"or +2 with a space)"
         )
     table = np.asarray(["", *chars, " "][:n], dtype=object)
-    finite = np.where(np.isfinite(arr), arr, -np.inf)
+    finite = np.where(np.isfinite(arr), arr, -np.inf) if not np.isfinite(arr).all() else arr  # NaN never wins
     best = finite.argmax(axis=2)
     prob = np.take_along_axis(arr, best[..., None], axis=2)[..., 0]
     kept = best != 0

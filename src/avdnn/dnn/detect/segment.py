@@ -53,10 +53,9 @@ def bilinear(grid: np.ndarray, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
     x0 = np.floor(xs).astype(np.intp)
     y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
     wy = (ys - y0).astype(np.float32)[:, None]
-    wx = (xs - x0).astype(np.float32)[None, :]
-    top = grid[..., y0[:, None], x0[None, :]] * (1 - wx) + grid[..., y0[:, None], x1[None, :]] * wx
-    bottom = grid[..., y1[:, None], x0[None, :]] * (1 - wx) + grid[..., y1[:, None], x1[None, :]] * wx
-    out: np.ndarray = top * (1 - wy) + bottom * wy
+    wx = (xs - x0).astype(np.float32)
+    rows = grid[..., y0, :] * (1 - wy) + grid[..., y1, :] * wy  # separable: rows first, then columns
+    out: np.ndarray = rows[..., x0] * (1 - wx) + rows[..., x1] * wx
     return out
 
 
@@ -168,13 +167,23 @@ def parse_semantic(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detecti
         if fg.any():
             found.append((0, float(p[fg].mean()), Mask(0, 0, fg).tight()))
     else:
-        fmap = cmap[nearest(mh, ys)[:, None], nearest(mw, xs)[None, :]]
-        for k in np.unique(fmap).tolist():
+        iy, ix = nearest(mh, ys), nearest(mw, xs)  # non-decreasing: a cell's pixels are one range
+        for k in np.unique(cmap).tolist():  # the classes of the map's cells, not of every frame pixel
             if k <= 0:
                 continue
-            bits = fmap == k
-            score = 1.0 if probs is None else float(probs[k][cmap == k].mean())
-            found.append((int(k), score, Mask(0, 0, bits).tight()))
+            cells = cmap == k
+            score = 1.0 if probs is None else float(probs[k][cells].mean())
+            if not np.float32(score) >= np.float32(ctx.confidence):
+                continue  # judged on the map's cells: no mask made for a class that is dropped
+            r = np.flatnonzero(cells.any(axis=1))
+            col = np.flatnonzero(cells.any(axis=0))
+            y0, y1 = np.searchsorted(iy, r[0]), np.searchsorted(iy, r[-1], side="right")
+            x0, x1 = np.searchsorted(ix, col[0]), np.searchsorted(ix, col[-1], side="right")
+            # nearest sampling of only the window the class's cells cover, rows then columns
+            bits = np.take(np.take(cells, iy[y0:y1], axis=0), ix[x0:x1], axis=1)
+            if not bits.any():
+                continue
+            found.append((int(k), score, Mask(int(x0), int(y0), bits).tight()))
     kept = [f for f in found if np.float32(f[1]) >= np.float32(ctx.confidence)]
     xyxy = [[m.x, m.y, m.x + m.shape[1], m.y + m.shape[0]] for _, _, m in kept]
     det = c.make(
