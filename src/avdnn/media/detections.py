@@ -47,6 +47,9 @@ from avdnn.media.bbox import (
     Classification,
     _check_label,
     confidence_num,
+    five,
+    index_rows,
+    record_fields,
     to_c_int,
     truncate_utf8,
 )
@@ -236,20 +239,7 @@ class Detections:
             if not -n <= i < n:
                 raise IndexError(f"box index {i} out of range for {n} boxes")
             return self._box(i % n, self.ffmpeg_boxes()[i % n])
-        if isinstance(index, slice):
-            idx = np.arange(len(self))[index]
-        else:
-            arr = np.asarray(index)
-            if arr.dtype == bool:
-                if arr.shape != (len(self),):
-                    raise IndexError(f"boolean mask: expected shape ({len(self)},), got {arr.shape}")
-                idx = np.flatnonzero(arr)
-            elif arr.size == 0:
-                idx = np.zeros(0, np.intp)
-            elif np.issubdtype(arr.dtype, np.integer):
-                idx = arr.reshape(-1)
-            else:
-                raise IndexError(f"Detections index: expected an int, slice, bool mask or int array, got {arr.dtype}")
+        idx = index_rows(index, len(self))
         return dataclasses.replace(
             self,
             xyxy=self.xyxy[idx],
@@ -288,7 +278,7 @@ class Detections:
             mask=None if self.masks is None else self.masks[i],
             text="" if self.text is None else self.text[i],
             text_score=None if self.text_score is None else float(self.text_score[i]),
-            xywhr=None if self.xywhr is None else _five(self.xywhr[i]),
+            xywhr=None if self.xywhr is None else five(self.xywhr[i]),
         )
 
     @property
@@ -433,30 +423,11 @@ class Detections:
     def from_dict(cls, data: Mapping[str, Any]) -> Detections:
         """The inverse of :meth:`to_dict`; a malformed dict raises InvalidDataError."""
         try:
-            boxes = list(data["boxes"])
-            return cls(
-                xyxy=np.array([b["xyxy"] for b in boxes], dtype=np.float32).reshape(-1, 4),
-                confidence=np.array([b["confidence"] for b in boxes], dtype=np.float32),
-                class_id=np.array([b["class_id"] for b in boxes], dtype=np.int32),
-                labels=tuple(b["label"] for b in boxes),
-                classify=tuple(tuple((c["label"], c["confidence"]) for c in b.get("classify", ())) for b in boxes),
-                source=data.get("source", ""),
-                frame_size=tuple(data.get("frame_size", (0, 0))),
-                pts=data.get("pts"),
-                ffmpeg_xywh=np.array([[b["x"], b["y"], b["w"], b["h"]] for b in boxes], dtype=np.int32).reshape(-1, 4),
-                track_id=np.array([b.get("track_id", -1) for b in boxes], dtype=np.int32),
-                predicted=np.array([bool(b.get("predicted", False)) for b in boxes], dtype=bool),
-                **objects.from_boxes(boxes),
-            )
+            return cls(**record_fields(data))
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InvalidArgumentError | InvalidDataError):
                 raise InvalidDataError(exc.message) from exc
             raise InvalidDataError(f"Detections.from_dict: malformed record ({type(exc).__name__}: {exc})") from exc
-
-
-def _five(row: np.ndarray) -> tuple[float, float, float, float, float]:
-    cx, cy, w, h, r = (float(v) for v in row)
-    return (cx, cy, w, h, r)
 
 
 __all__ = [
