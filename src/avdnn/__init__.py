@@ -38,7 +38,7 @@ from avdnn.errors import (
     OutOfRangeError,
     PermissionDeniedError,
 )
-from avdnn.media.detections import Detections
+from avdnn.media.detections import Detections, Mask
 from avdnn.media.frame import Frame, SideData
 from avdnn.run.multistats import MultiRunStats, OutputResult
 from avdnn.run.stats import RunStats
@@ -72,6 +72,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidDataError",
     "Job",
+    "Mask",
     "MultiFrameStream",
     "MultiRunStats",
     "NotFoundError",

@@ -275,3 +275,42 @@ def test_native_async_rolls_back_to_sync_once(net_path, caplog: pytest.LogCaptur
     assert r.status == DNNAsyncStatusType.SUCCESS
     np.testing.assert_allclose(r.results[0][0], 1 - rgb / np.float32(255), atol=1e-6)
     dnn.close()
+
+
+# -- ONNX Runtime ------------------------------------------------------------------------------
+
+
+def _neg_onnx(tmp_path: Path, meta: dict[str, str] | None = None) -> str:
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["y"])],
+        "neg",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, 4, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3, 4, 5])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    for key, value in (meta or {}).items():
+        entry = model.metadata_props.add()
+        entry.key, entry.value = key, value
+    path = str(tmp_path / "neg.onnx")
+    onnx.save(model, path)
+    return path
+
+
+def test_onnx_scale_mean_and_metadata(tmp_path: Path) -> None:
+    """OpenVINO's mean/scale on the onnx backend: detect/classify report them for io_analytics to
+    apply; dnn_processing's v/255 batch is rescaled by the backend. The file's metadata_props reach
+    the model description (a CTC recognizer's characters)."""
+    path = _neg_onnx(tmp_path, {"character": "a\nb"})
+    det = _load("onnx", path, func_type=DNNFunctionType.ANALYTICS_DETECT, options={"mean": 127.5, "scale": 127.5})
+    info = det.describe().input
+    assert (info.mean, info.scale) == (127.5, 127.5)
+    assert det.describe().metadata == {"character": "a\nb"}
+    proc = _load("onnx", path, options={"mean": 10.0, "scale": 4.0})
+    x = np.full((1, 3, 4, 5), 50 / 255, np.float32)
+    np.testing.assert_allclose(proc.run(x)[0], -np.full((1, 3, 4, 5), 10.0), atol=1e-5)
+    plain = _load("onnx", path)
+    assert plain.describe().input.mean == 0.0

@@ -271,6 +271,8 @@ def test_backend_options_direct_and_deprecated(tmp_path) -> None:
         "inter_op_threads": 0,
         "optimization": 1,
         "extra_inputs": None,
+        "scale": 0.0,
+        "mean": 0.0,
     }
     f.close()
     with pytest.raises(OptionNotFoundError):  # base options cannot go through backend_configs

@@ -290,3 +290,29 @@ def test_each_stream_has_its_own_tracker(det_model: str) -> None:
     b = avdnn.run("testsrc2=s=64x64:r=25:d=0.2", chain, input_format="lavfi")
     both = [(fa.detections.track_ids.tolist(), fb.detections.track_ids.tolist()) for fa, fb in zip(a, b, strict=True)]
     assert [x for x, _ in both] == [y for _, y in both] == alone == [[-1]] + [[0]] * 4
+
+
+def test_track_keeps_the_objects_columns_and_votes_the_text() -> None:
+    """Keypoints and masks stay with their box through the tracker; reads before track are voted."""
+    from avdnn.media.detections import Mask
+
+    frames = lavfi_frames("rgb24", 64, 64, 4)
+    reads = ["AB12", "A812", "AB12", "AB12"]
+    for f, text in zip(frames, reads, strict=True):
+        f.side_data.detections = Detections(
+            xyxy=[[16, 16, 48, 48], [2, 2, 10, 10]],
+            confidence=[0.9, 0.8],
+            class_id=[0, 1],
+            frame_size=(64, 64),
+            keypoints=np.array([[[20, 20, 0.9]], [[3, 3, 0.8]]], np.float32),
+            masks=(Mask(16, 16, np.ones((32, 32), bool)), None),
+            text=(text, ""),
+            text_score=[0.9, np.nan],
+        )
+    out = run_filter(make_filter("track", text_votes=2, minimum_consecutive_frames=1), frames)
+    dets = [f.detections for f in out]
+    assert all(d.keypoints[:, 0, 0].tolist() == [20.0, 3.0] for d in dets)
+    assert all(d.masks[0] is not None and d.masks[1] is None for d in dets)
+    # frame 0: no id yet, the box keeps its own read; then the track's reads are counted from frame 1
+    assert [d.track_ids[0] for d in dets][1:] == [dets[1].track_ids[0]] * 3 and dets[0].track_ids[0] == -1
+    assert [d.text[0] for d in dets] == ["AB12", "", "", "AB12"]

@@ -147,6 +147,8 @@ class ModelIO:
 
     inputs: tuple[TensorInfo, ...]
     outputs: tuple[TensorInfo, ...]
+    #: the model file's own key/value metadata (ONNX metadata_props: a recognizer's character set)
+    metadata: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def input(self) -> TensorInfo:

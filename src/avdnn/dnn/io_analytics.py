@@ -10,6 +10,8 @@
   for packed planes, ``AV_CEIL_RSHIFT(x, log2_chroma_w)`` for chroma planes) is scaled by one
   FAST_BILINEAR libswscale call to the model's W x H, same colour rules. avdnn clips the box to
   the frame first instead of skipping the whole frame (FFmpeg's s.7 #16).
+* Text input (avdnn, a CTC recognizer): the box keeps its aspect ratio at the model's height and
+  is padded on the right (:func:`text_spec`, :func:`text_fill`).
 
 avdnn extensions: a 1-channel model input gets gray8 (libswscale's luma); a tensor whose
 description carries a scale other than 0/1 or a mean other than 0 gets ``(v - mean) / scale``
@@ -19,8 +21,9 @@ All pixel work is libswscale or numpy; no per-pixel Python.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -52,8 +55,9 @@ class InputSpec:
     mean: float
 
 
-def input_spec(info: TensorInfo, frame_width: int, frame_height: int) -> InputSpec:
-    """The model input for frames of this size (a dynamic H/W takes the frame's, as FFmpeg).
+def input_spec(info: TensorInfo, frame_width: int, frame_height: int, multiple: int = 1) -> InputSpec:
+    """The model input for frames of this size (a dynamic H/W takes the frame's, as FFmpeg;
+    rounded to the nearest ``multiple``, at least one, for models whose sides must divide by it).
 
     Raises:
         IOFailureError: the tensor type cannot be fed, or its channel count is not 1 or 3.
@@ -65,8 +69,8 @@ def input_spec(info: TensorInfo, frame_width: int, frame_height: int) -> InputSp
         )
     if len(info.dims) != 4:
         raise IOFailureError(f"model input {info.describe()} is not 4-D ([N,C,H,W] or [N,H,W,C])")
-    width = info.width if info.width != DYNAMIC else frame_width
-    height = info.height if info.height != DYNAMIC else frame_height
+    width = info.width if info.width != DYNAMIC else _round(frame_width, multiple)
+    height = info.height if info.height != DYNAMIC else _round(frame_height, multiple)
     channels = info.channels if info.channels != DYNAMIC else 3
     if channels not in (1, 3):
         raise IOFailureError(
@@ -82,6 +86,10 @@ def input_spec(info: TensorInfo, frame_width: int, frame_height: int) -> InputSp
             f"(scale {scale:g} / mean {mean:g} is not supported)"
         )
     return InputSpec(shape, info.dtype.numpy, width, height, channels, fmt, nhwc, scale, mean)
+
+
+def _round(size: int, multiple: int) -> int:
+    return size if multiple <= 1 else max(multiple, int(size / multiple + 0.5) * multiple)
 
 
 def geometry(spec: InputSpec, frame_width: int, frame_height: int, use_letterbox: bool) -> Letterbox:
@@ -186,9 +194,53 @@ def classify_fill(frame: Frame, box: tuple[int, int, int, int], spec: InputSpec)
     return fill
 
 
+#: the narrowest canvas a text line is padded to for a recognizer with a dynamic width (PP-OCR's 320)
+TEXT_MIN_WIDTH = 320
+#: text canvases widen in steps of this, so that crops of similar lengths batch together
+TEXT_WIDTH_STEP = 32
+
+
+def text_spec(spec: InputSpec, dynamic_width: bool, w: int, h: int) -> tuple[InputSpec, int]:
+    """A text recognizer's input for a w x h crop: (the canvas spec, the width the crop is scaled to).
+
+    The crop keeps its aspect ratio at the model's height (PP-OCR's resize_norm_img); a dynamic
+    width is the crop's, at least :data:`TEXT_MIN_WIDTH`, rounded up to :data:`TEXT_WIDTH_STEP`.
+    """
+    scaled = max(1, math.ceil(spec.height * w / max(h, 1)))
+    width = spec.width
+    if dynamic_width:
+        width = max(TEXT_MIN_WIDTH, -(-scaled // TEXT_WIDTH_STEP) * TEXT_WIDTH_STEP)
+    shape = (spec.height, width, spec.channels) if spec.nhwc else (spec.channels, spec.height, width)
+    return replace(spec, width=width, shape=shape), min(scaled, width)
+
+
+def text_fill(
+    frame: Frame, box: tuple[int, int, int, int], spec: InputSpec, scaled: int
+) -> Callable[[np.ndarray], None]:
+    """The engine's ``fill`` for a text line: the box scaled to ``scaled`` x model height, left
+    aligned, the rest of the canvas 0 in the model's own values (PP-OCR pads after normalising)."""
+    x, y, w, h = box
+
+    def fill(dst: np.ndarray) -> None:
+        region = crop(frame, x, y, w, h)
+        img = _swscale(region, scaled, spec.height, spec.pix_fmt)
+        canvas = np.zeros((spec.height, spec.width, spec.channels), np.uint8)
+        canvas[:, :scaled] = img
+        _store(canvas, dst, spec)
+        view = dst.reshape(spec.shape)
+        if spec.nhwc:
+            view[:, scaled:] = 0
+        else:
+            view[:, :, scaled:] = 0
+
+    return fill
+
+
 __all__ = [
     "INTERPOLATION",
     "LETTERBOX_FILL",
+    "TEXT_MIN_WIDTH",
+    "TEXT_WIDTH_STEP",
     "InputSpec",
     "classify_fill",
     "clip_box",
@@ -197,4 +249,6 @@ __all__ = [
     "detect_image",
     "geometry",
     "input_spec",
+    "text_fill",
+    "text_spec",
 ]

@@ -10,7 +10,7 @@ static dims or, like FFmpeg, by one trial inference on a blank input).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -68,6 +68,11 @@ class DnnModel:
     @property
     def outputs(self) -> tuple[TensorInfo, ...]:
         return self.io.outputs
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        """The model file's own metadata (what a parser may need: a recognizer's characters)."""
+        return self.io.metadata
 
     def get_output(self, width: int, height: int, channels: int) -> tuple[int, int, int]:
         """(channels, height, width) of the first output for an input of this size.

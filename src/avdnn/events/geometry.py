@@ -9,6 +9,11 @@ A box counts by one point of it, its *anchor* (supervision's ``Position`` names,
 ``bottom_center`` by default, which is where an object touches the ground (Frigate's rule for
 zones). The tests compare this geometry with supervision's ``PolygonZone`` and ``LineZone``
 (which need OpenCV; a zone here needs nothing but numpy).
+
+A pose model's object may count by one of its keypoints instead: ``keypoint:left_ankle`` (the
+model's keypoint names), where the keypoint scores at least :data:`KEYPOINT_MIN_SCORE`; an
+object whose keypoint is missing or unsure counts by its box's ``bottom_center``. A zone may
+also count an object with a mask by the share of the mask inside it (:func:`mask_inside`).
 """
 
 from __future__ import annotations
@@ -17,10 +22,12 @@ import ast
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from avdnn.errors import InvalidArgumentError
+from avdnn.media.detections import Detections
 
 #: anchor name -> (fraction of the width from x0, fraction of the height from y0)
 ANCHORS: dict[str, tuple[float, float]] = {
@@ -39,8 +46,18 @@ ANCHORS: dict[str, tuple[float, float]] = {
 ANCHOR_CONSTS: dict[str, int] = {name: i for i, name in enumerate(ANCHORS)}
 
 
+#: ``anchor=keypoint:NAME``: the object counts by its keypoint NAME
+KEYPOINT_PREFIX = "keypoint:"
+#: a keypoint scoring below this is not where the object is (its box's bottom centre is used)
+KEYPOINT_MIN_SCORE = 0.3
+
+
 def anchor_name(value: int | str) -> str:
-    """The anchor's name from an ``anchor=`` value (its constant or its name)."""
+    """The anchor's name from an ``anchor=`` value (its constant, its name or ``keypoint:NAME``)."""
+    if isinstance(value, str) and value.startswith(KEYPOINT_PREFIX):
+        if not value[len(KEYPOINT_PREFIX) :]:
+            raise InvalidArgumentError("anchor=keypoint:NAME needs the keypoint's name", option="anchor")
+        return value
     if isinstance(value, str):
         if value not in ANCHORS:
             raise InvalidArgumentError(f"unknown anchor '{value}' (known: {', '.join(ANCHORS)})", option="anchor")
@@ -55,6 +72,57 @@ def anchors(xyxy: np.ndarray, anchor: str, scale: tuple[float, float] = (1.0, 1.
     x = boxes[:, 0] + fx * (boxes[:, 2] - boxes[:, 0])
     y = boxes[:, 1] + fy * (boxes[:, 3] - boxes[:, 1])
     return np.stack([x * scale[0], y * scale[1]], axis=1)
+
+
+def anchor_points(det: Detections, rows: list[int], anchor: str, scale: tuple[float, float]) -> np.ndarray:
+    """(len(rows), 2) points the boxes ``rows`` of ``det`` count by: their anchor, or a keypoint
+    (see the module docstring), in the frame's pixels."""
+    base = anchors(det.xyxy[rows], anchor if anchor in ANCHORS else "bottom_center", scale)
+    name = anchor[len(KEYPOINT_PREFIX) :] if anchor.startswith(KEYPOINT_PREFIX) else None
+    if name is None or det.keypoints is None or name not in det.keypoint_names:
+        return base
+    kp = det.keypoints[rows, det.keypoint_names.index(name)].astype(np.float64)
+    ok = np.isfinite(kp).all(axis=1) & (kp[:, 2] >= KEYPOINT_MIN_SCORE)
+    out: np.ndarray = np.where(ok[:, None], kp[:, :2] * np.asarray(scale), base)
+    return out
+
+
+@lru_cache(maxsize=16)
+def _raster(polygon: tuple[tuple[float, float], ...], width: int, height: int) -> np.ndarray:
+    """Which pixels (by their centres) of a width x height frame are inside ``polygon``."""
+    ys, xs = np.mgrid[0:height, 0:width]
+    centres = np.stack([xs.reshape(-1) + 0.5, ys.reshape(-1) + 0.5], axis=1)
+    inside = inside_polygon(centres, np.asarray(polygon, dtype=np.float64)).reshape(height, width)
+    inside.flags.writeable = False
+    return inside
+
+
+def mask_inside(
+    det: Detections,
+    rows: list[int],
+    polygon: np.ndarray,
+    scale: tuple[float, float],
+    share: float,
+    by_anchor: np.ndarray,
+) -> np.ndarray:
+    """(len(rows),) bool: each object inside ``polygon`` by its mask (at least ``share`` of its
+    pixels in it), or by ``by_anchor`` for an object without a mask. The polygon (frame pixels)
+    is rasterised once per size in the detections' pixels, so a mask costs one window's sum."""
+    fw, fh = det.frame_size
+    if det.masks is None or not fw or not fh:
+        return by_anchor
+    poly = tuple((float(x) / scale[0], float(y) / scale[1]) for x, y in np.asarray(polygon).tolist())
+    raster = _raster(poly, fw, fh)
+    out = by_anchor.copy()
+    for j, i in enumerate(rows):
+        mask = det.masks[i]
+        if mask is None or not mask.area:
+            continue
+        m = mask.clipped(fw, fh)
+        h, w = m.shape
+        hit = np.count_nonzero(raster[m.y : m.y + h, m.x : m.x + w] & m.bits)
+        out[j] = hit >= share * mask.area
+    return out
 
 
 def box_scale(box_size: tuple[int, int], frame_size: tuple[int, int]) -> tuple[float, float]:
@@ -208,12 +276,16 @@ def crosses_segment(p: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.ndarray) 
 __all__ = [
     "ANCHORS",
     "ANCHOR_CONSTS",
+    "KEYPOINT_MIN_SCORE",
+    "KEYPOINT_PREFIX",
     "Points",
     "anchor_name",
+    "anchor_points",
     "anchors",
     "box_scale",
     "crosses_segment",
     "format_point",
     "inside_polygon",
+    "mask_inside",
     "side_of_line",
 ]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from avdnn.errors import InvalidArgumentError
-from avdnn.events.geometry import Points, anchors, box_scale, crosses_segment, format_point, side_of_line
+from avdnn.events.geometry import Points, anchor_points, box_scale, crosses_segment, format_point, side_of_line
 from avdnn.events.record import Event, LineState, Shape
 from avdnn.events.tracks import DEFAULT_LOST, TrackBook, box_fields
 from avdnn.media.detections import Detections
@@ -94,7 +94,7 @@ class LineCounter:
         rows = self.book.observe(det, time, pts)
         events: list[Event] = []
         if rows:
-            points = anchors(det.xyxy[rows], self.anchor, box_scale(det.frame_size, size))
+            points = anchor_points(det, rows, self.anchor, box_scale(det.frame_size, size))
             dist = side_of_line(points, self.a, self.b)
             for i, p, d in zip(rows, points, dist.tolist(), strict=True):
                 events += self._observe(det, i, p, d)

@@ -6,7 +6,7 @@ record per confirmed track and turns what changes into events, in this order on 
 * ``new`` when a track is confirmed (the first box with its ``track_id`` >= 0);
 * the frame's zone and line events (``enter``, ``exit``, ``loiter``, ``cross``) as they came;
 * ``update`` when something a user cares about changed: the zones the object is in, its label
-  (by vote, :mod:`avdnn.events.tracks`), or it became stationary or moving again; ``changes``
+  (by vote, :mod:`avdnn.events.tracks`), its read text, or it became stationary or moving again; ``changes``
   names the fields and ``previous`` holds their old values (Frigate's ``before``/``after``);
 * ``end`` when the tracker dropped the object (``reason: lost``), or at end of stream for the
   objects still tracked (``reason: eos``).
@@ -14,8 +14,10 @@ record per confirmed track and turns what changes into events, in this order on 
 Every event then carries: ``stream``, ``seq`` (0, 1, 2... per ``events`` stage: a subscriber sees
 a gap or a repeat at once), the object's ``track_id``, ``label``, ``class_id``, ``score``,
 ``box`` (x0, y0, x1, y1 in pixels), ``predicted``, the frame's ``pts``, ``time`` and index
-``frame``, ``zones``, ``stationary``, ``top_score``, ``first_time`` and, with snapshots on, the
-best-scored view so far (:mod:`avdnn.events.snapshot`).
+``frame``, ``zones``, ``stationary``, ``top_score``, ``first_time``, the object's read ``text``
+and ``text_score`` (decided per track by vote upstream) and the ``keypoints`` of its best-scored
+box with their ``keypoint_names``, when it has them, and, with snapshots on, the best-scored view
+so far (:mod:`avdnn.events.snapshot`). A text that changes (first decided) is an ``update``.
 
 Stationary: an object whose box keeps an IoU of at least ``stationary_iou`` with where it
 stopped for ``stationary`` seconds (Frigate's rule in seconds rather than frames).
@@ -65,6 +67,11 @@ class _Object:
     still_since: float = 0.0
     snapshot: Snapshot | None = None
     last_time: float = 0.0
+    #: the read text (by vote upstream: avdnn.tracking.textvote) and the keypoints of the best box
+    text: str = ""
+    text_score: float = 0.0
+    keypoints: list[list[float]] | None = None
+    keypoint_names: tuple[str, ...] = ()
 
 
 class ObjectEvents:
@@ -122,12 +129,17 @@ class ObjectEvents:
             if obj is None:
                 obj = self.objects[tid] = _Object(tid, time, label, zones, fields, still_since=time)
                 obj.still_box = list(fields["box"])
+                obj.text, obj.text_score = _text(det, i) or ("", 0.0)
                 self._observe(obj, det, i, frame, time)
                 news.append(self._complete({"type": "new", "track_id": tid, "label": label, **fields}, obj))
                 continue
             previous: dict[str, Any] = {}
             if label != obj.label:
                 previous["label"], obj.label = obj.label, label
+            text = _text(det, i)
+            if text is not None and text[0] != obj.text:
+                previous["text"] = obj.text
+                obj.text, obj.text_score = text
             if zones != obj.zones:
                 previous["zones"], obj.zones = list(obj.zones), zones
             obj.fields = fields
@@ -157,6 +169,8 @@ class ObjectEvents:
         box: list[float] = obj.fields["box"]
         if not det.predicted_mask[i] and score > obj.top_score:
             obj.top_score = score
+            if det.keypoints is not None and not np.isnan(det.keypoints[i]).any():
+                obj.keypoints, obj.keypoint_names = det.keypoints[i].tolist(), det.keypoint_names
             if self.snapshot:
                 try:
                     shot = crop(frame, np.asarray(box) * _to_frame(det, frame))
@@ -193,6 +207,10 @@ class ObjectEvents:
     def _complete(self, event: Event, obj: _Object) -> Event:
         event.update(zones=list(obj.zones), stationary=obj.stationary, top_score=obj.top_score)
         event["first_time"] = obj.first_time
+        if obj.text:
+            event.update(text=obj.text, text_score=obj.text_score)
+        if obj.keypoints is not None:
+            event.update(keypoints=obj.keypoints, keypoint_names=list(obj.keypoint_names))
         if obj.snapshot is not None:
             event["snapshot"] = obj.snapshot.to_dict()
         return event
@@ -228,6 +246,13 @@ class ObjectEvents:
 
     def as_dict(self) -> dict[str, Any]:
         return {"stream": self.stream, "produced": self.seq, "by_type": dict(self.counts)}
+
+
+def _text(det: Detections, i: int) -> tuple[str, float] | None:
+    """Box ``i``'s read text and score, None when it has none."""
+    if det.text is None or not det.text[i] or det.text_score is None:
+        return None
+    return det.text[i], float(det.text_score[i])
 
 
 def _to_frame(det: Detections, frame: Frame) -> np.ndarray:

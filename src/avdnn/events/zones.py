@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from avdnn.events.geometry import Points, anchors, box_scale, format_point, inside_polygon
+from avdnn.events.geometry import Points, anchor_points, box_scale, format_point, inside_polygon, mask_inside
 from avdnn.events.record import Event, Shape, ZoneState
 from avdnn.events.tracks import DEFAULT_LOST, TrackBook, box_fields
 from avdnn.media.detections import Detections
@@ -83,8 +83,10 @@ class ZoneCounter:
         classes: Sequence[str] = (),
         lost: float = DEFAULT_LOST,
         kept: int = OBJECTS_KEPT,
+        mask_overlap: float = 0.0,
     ) -> None:
         self.name = name
+        self.mask_overlap = mask_overlap  # > 0: an object with a mask is inside by its mask's share
         self.points = points
         self.anchor = anchor
         self.inertia = max(1, inertia)
@@ -132,7 +134,9 @@ class ZoneCounter:
         seen = {int(det.track_ids[i]) for i in rows}
         if rows:
             scale = box_scale(det.frame_size, size)
-            inside = inside_polygon(anchors(det.xyxy[rows], self.anchor, scale), self.polygon)
+            inside = inside_polygon(anchor_points(det, rows, self.anchor, scale), self.polygon)
+            if self.mask_overlap > 0:
+                inside = mask_inside(det, rows, self.polygon, scale, self.mask_overlap, inside)
             for i, is_in in zip(rows, inside.tolist(), strict=True):
                 events += self._observe(det, i, bool(is_in), time, pts)
         for tid in self.book.gone(time, alive, seen):

@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from avdnn.errors import AvdnnError, InvalidArgumentError
-from avdnn.events.geometry import ANCHOR_CONSTS, Points, anchor_name
+from avdnn.events.geometry import ANCHOR_CONSTS, KEYPOINT_PREFIX, Points, anchor_name
 from avdnn.events.record import Event, FrameAnalytics, analytics_for
 from avdnn.events.tracks import DEFAULT_LOST
 from avdnn.filters.base import Filter
@@ -21,14 +21,26 @@ from avdnn.filters.options import Option
 from avdnn.media.detections import Detections
 from avdnn.media.frame import Frame
 
-ANCHOR = Option(
+
+class AnchorOption(Option):
+    """``anchor``: FFmpeg-style named constants, or avdnn's ``keypoint:NAME`` (a pose model's keypoint;
+    the bare ``:NAME`` after ``keypoint`` joins it, as ``model=zoo:NAME`` does)."""
+
+    def parse(self, text: str) -> Any:
+        if text.startswith(KEYPOINT_PREFIX):
+            return anchor_name(text)
+        return super().parse(text)
+
+
+ANCHOR = AnchorOption(
     "anchor",
     "int",
     ANCHOR_CONSTS["bottom_center"],
     0,
     len(ANCHOR_CONSTS) - 1,
-    help="the point of a box that counts",
+    help="the point of a box that counts (or keypoint:NAME)",
     consts=ANCHOR_CONSTS,
+    joins_bare=(KEYPOINT_PREFIX[:-1],),
 )
 CLASSES = Option("classes", "string", None, help="count only these labels: car|person (default: every label)")
 LOST = Option(

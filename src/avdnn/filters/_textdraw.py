@@ -66,6 +66,31 @@ def color_in_format(rgba: tuple[int, int, int, int], fmt: str) -> list[np.ndarra
     return [p[0, 0] for p in Frame.from_av(frame).planes]
 
 
+class Layer:
+    """Where one colour goes on a frame of one size and format: per plane, flat indices and coverage."""
+
+    def __init__(self, mask: np.ndarray, rgba: tuple[int, int, int, int], fmt: str) -> None:
+        spec = lookup(fmt)
+        samples = color_in_format(rgba, fmt)
+        self.planes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        h, w = mask.shape
+        for pspec, value in zip(spec.planes, samples, strict=True):
+            pw, ph = pspec.size(w, h)
+            cover = _subsample(mask, pspec.log2_w, pspec.log2_h, (ph, pw)) * (rgba[3] / 255.0)
+            idx = np.flatnonzero(cover > 1 / 512)
+            self.planes.append((idx, cover.reshape(-1)[idx].astype(np.float32), np.asarray(value, dtype=np.float32)))
+
+    def blend(self, planes: list[np.ndarray]) -> None:
+        for plane, (idx, alpha, value) in zip(planes, self.planes, strict=True):
+            if not len(idx):
+                continue
+            top = np.iinfo(plane.dtype).max
+            a = alpha[:, None] if plane.ndim == 3 else alpha  # packed: every channel of the covered pixels
+            flat = plane.reshape(-1, plane.shape[2]) if plane.ndim == 3 else plane.reshape(-1)
+            px = flat[idx].astype(np.float32)
+            flat[idx] = np.clip(np.rint(px * (1 - a) + value * a), 0, top).astype(plane.dtype)
+
+
 class TextRenderer:
     """Draw (text, x, y) items onto frames with one font, colour and box style."""
 

@@ -12,6 +12,13 @@ only, and not with ``async=0``); a box that touches or crosses the frame edge is
 frame instead of making the whole frame skip classification (FFmpeg's s.7 #16), a box with no
 area left or with 4 classifications already is skipped alone; the source gets the model name
 when any box was classified (FFmpeg: only when box 0 is selected).
+
+``model_type=ctc`` (avdnn) reads text instead: the model is a CTC recognizer (PP-OCR's) whose
+character set is the model file's ``character`` metadata (or the ``labels`` file, one character
+a line); each box's crop keeps its aspect ratio (:func:`avdnn.dnn.io_analytics.text_spec`), the
+greedy decode (:func:`avdnn.dnn.detect.ctc_greedy`) gives a string and its score, and a string
+scoring at least ``confidence`` becomes the box's ``text`` (the classify slots stay free). After
+``track``, a track's text is decided by vote (``text_votes`` equal reads, :mod:`avdnn.tracking.textvote`).
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ from typing import Any, ClassVar
 
 from avdnn._util.lru import LruDict
 from avdnn.dnn import Item, io_analytics
-from avdnn.dnn.detect import classify_top1
-from avdnn.dnn.interface import DNNBackendType, DNNFunctionType
-from avdnn.errors import AvdnnError
+from avdnn.dnn.detect import ClassifyResult, characters, classify_top1, ctc_greedy
+from avdnn.dnn.interface import DYNAMIC, DNNBackendType, DNNFunctionType
+from avdnn.errors import AvdnnError, InvalidArgumentError
 from avdnn.filters.dnn_common import DnnFilter, dnn_backend_option, dnn_options
 from avdnn.filters.dnn_detect import ANALYTICS_BACKENDS, labels_value
 from avdnn.filters.options import INT_MAX, Option
@@ -31,9 +38,16 @@ from avdnn.media.detections import NUM_CLASSIFY, Detections
 from avdnn.media.frame import Frame
 from avdnn.media.pixfmt import DNN_PIX_FMTS
 from avdnn.tracking.summary import MAX_TRACKS
+from avdnn.tracking.textvote import TextVotes
+
+#: what the model gives: FFmpeg's top-1 class, or a CTC recognizer's text (avdnn)
+CLASSIFY_TYPES: dict[str, int] = {"top1": 0, "ctc": 1}
 
 CLASSIFY_OPTIONS: tuple[Option, ...] = (
     Option("confidence", "float", 0.5, 0, 1, help="threshold of confidence"),
+    Option(
+        "model_type", "int", 0, 0, 1, help="top1: FFmpeg's class; ctc: a text recognizer (avdnn)", consts=CLASSIFY_TYPES
+    ),
     Option("labels", "string", None, help="path to labels file", reads=True),
     Option("target", "string", None, help="which one to be classified"),
     Option(
@@ -43,6 +57,14 @@ CLASSIFY_OPTIONS: tuple[Option, ...] = (
         0,
         INT_MAX,
         help="classify a tracked object every Nth frame it is seen and reuse its labels between; 0: once (avdnn)",
+    ),
+    Option(
+        "text_votes",
+        "int",
+        2,
+        1,
+        INT_MAX,
+        help="model_type=ctc after track: equal reads a track needs before its boxes carry that text (avdnn)",
     ),
 )
 
@@ -81,6 +103,26 @@ class DnnClassifyFilter(DnnFilter):
         self.labels = labels_value(values.get("labels"))
         super().__init__(values, label=label)
         self.confidence = float(values.get("confidence", 0.5))
+        self.ctc = int(values.get("model_type", 0)) == CLASSIFY_TYPES["ctc"]
+        self.characters: tuple[str, ...] = ()
+        if self.ctc:
+            assert self.model is not None
+            meta = self.model.metadata.get("character")
+            if meta is None and not self.labels:
+                self.close()
+                raise InvalidArgumentError(
+                    "model_type=ctc needs the character set: the model has no 'character' metadata and no labels "
+                    "were given",
+                    filter=self.label,
+                    option="labels",
+                )
+            self.characters = characters(meta) if meta is not None else tuple(self.labels or ())
+        elif "text_votes" in getattr(values, "given", ()):
+            self.close()
+            raise InvalidArgumentError(
+                "text_votes applies to model_type=ctc only", filter=self.label, option="text_votes"
+            )
+        self.votes = TextVotes(int(values.get("text_votes", 2)))
         target = values.get("target")
         self.target = target.lower() if target else None
         self._specs: dict[tuple[int, int], io_analytics.InputSpec] = {}
@@ -107,7 +149,7 @@ class DnnClassifyFilter(DnnFilter):
         for i, box in enumerate(det):
             if self.target is not None and box.detect_label.lower() != self.target:
                 continue
-            if box.classify_count >= NUM_CLASSIFY:
+            if box.classify_count >= NUM_CLASSIFY and not self.ctc:
                 continue
             clipped = io_analytics.clip_box(box.x, box.y, box.w, box.h, width, height)
             if clipped[2] > 0 and clipped[3] > 0:
@@ -136,13 +178,31 @@ class DnnClassifyFilter(DnnFilter):
         if not chosen:
             return self.submit(_Job(frame, [], (), reused), [])
         spec = self.spec(frame.width, frame.height)
-        confidence, labels = self.confidence, self.labels
+        if self.ctc:
+            items = [self._text_item(frame, spec, box) for _, box in chosen]
+        else:
+            confidence, labels = self.confidence, self.labels
+
+            def post(outputs: list[Any]) -> Any:
+                return classify_top1(outputs[0], confidence=confidence, labels=labels)
+
+            items = [
+                Item(spec.shape, spec.dtype, io_analytics.classify_fill(frame, box, spec), post) for _, box in chosen
+            ]
+        return self.submit(_Job(frame, [i for i, _ in chosen], tuple(tids[i] for i, _ in chosen), reused), items)
+
+    def _text_item(self, frame: Frame, spec: io_analytics.InputSpec, box: tuple[int, int, int, int]) -> Item:
+        """One crop for a CTC recognizer: its aspect kept, decoded to (text, score) or None."""
+        assert self.model is not None
+        dynamic = self.model.get_input().width == DYNAMIC
+        line, scaled = io_analytics.text_spec(spec, dynamic, box[2], box[3])
+        chars, confidence = self.characters, self.confidence
 
         def post(outputs: list[Any]) -> Any:
-            return classify_top1(outputs[0], confidence=confidence, labels=labels)
+            text, score = ctc_greedy(outputs[0], chars)[0]
+            return (text, score) if text and score >= confidence else None
 
-        items = [Item(spec.shape, spec.dtype, io_analytics.classify_fill(frame, box, spec), post) for _, box in chosen]
-        return self.submit(_Job(frame, [i for i, _ in chosen], tuple(tids[i] for i, _ in chosen), reused), items)
+        return Item(line.shape, line.dtype, io_analytics.text_fill(frame, box, line, scaled), post)
 
     def finish(self, payload: Any, results: tuple[Any, ...]) -> Frame:
         job: _Job = payload
@@ -151,13 +211,20 @@ class DnnClassifyFilter(DnnFilter):
             if tid >= 0:
                 self._labels[tid] = result
         pairs = [*zip(indices, results, strict=True), *((i, self._labels.get(t)) for i, t in job.reused)]
-        if not pairs:
-            return frame
         det: Detections = frame.side_data.detections
+        if not pairs:
+            if self.ctc and det is not None and det.tracked:  # the tracks' decided texts on every frame
+                frame.side_data = frame.side_data.copy()
+                frame.side_data.detections = self.votes.apply(det)
+            return frame
         for index, result in sorted(pairs, key=lambda p: p[0]):
-            if result is not None:
+            if isinstance(result, ClassifyResult):
                 det = det.with_classification(index, result.label, result.confidence)
+            elif result is not None:
+                det = det.with_text(index, *result)
         det = det.with_source_appended(self.model_source)
+        if self.ctc:
+            det = self.votes.apply(det)
         frame.side_data = frame.side_data.copy()
         frame.side_data.detections = det
         return frame

@@ -5,8 +5,10 @@ FFmpeg's options, defaults and ranges: ``dnn_backend``, ``confidence`` (0..1, 0.
 ``nb_classes`` (>= 0), ``anchors`` (``&``-separated floats, FLT_MIN..FLT_MAX), and every
 ``dnn_base`` option (model, input, output, async, nireq, batch_size, device...). avdnn adds the
 model types of :mod:`avdnn.dnn.detect` (tf, yolov5, yolov8, yolox, detr, blazeface, numbered
-from 4 on), ``iou``, ``nms``, ``letterbox``, ``max_det`` and ``interval`` (the model on every Nth
-frame only, for a ``track`` filter to predict the others; docs/tracking.md).
+from 4 on), ``iou``, ``nms``, ``letterbox``, ``max_det``, ``input_multiple`` (a dynamic input's
+sides rounded to a multiple: DBNet's 32) and ``interval`` (the model on every Nth frame only, for
+a ``track`` filter to predict the others; docs/tracking.md). Heads that give keypoints, masks,
+rotated boxes or text boxes fill avdnn's own columns of the record (docs/analytics.md).
 
 The output is the input frame itself with a :class:`~avdnn.media.detections.Detections`
 record whose source is the ``model`` value as given (FFmpeg's header source). Deliberate
@@ -60,6 +62,14 @@ DETECT_OPTIONS: tuple[Option, ...] = (
     Option("nms", "int", 0, 0, 4, help="overlap removal: auto = the model type's own (avdnn)", consts=NMS_MODES),
     Option("letterbox", "bool", False, 0, 1, help="keep the aspect ratio and pad instead of stretching (avdnn)"),
     Option("max_det", "int", 300, 1, INT_MAX, help="at most this many boxes per frame, modern types (avdnn)"),
+    Option(
+        "input_multiple",
+        "int",
+        1,
+        1,
+        4096,
+        help="a dynamic model input takes the frame size rounded to a multiple of this (avdnn)",
+    ),
     Option(
         "interval",
         "int",
@@ -131,7 +141,9 @@ class DnnDetectFilter(DnnFilter):
         if key not in self._contexts:
             assert self.model is not None
             try:
-                spec = io_analytics.input_spec(self.model.get_input(), width, height)
+                spec = io_analytics.input_spec(
+                    self.model.get_input(), width, height, int(self.opts.get("input_multiple", 1))
+                )
             except AvdnnError as exc:
                 raise exc.with_context(filter=self.label, file=self.config.model) from None
             geom = io_analytics.geometry(spec, width, height, bool(self.opts.get("letterbox")))

@@ -25,32 +25,6 @@ from avdnn.filters import _textdraw
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
 from avdnn.media.frame import Frame
-from avdnn.media.pixfmt import lookup
-
-
-class _Layer:
-    """Where one colour goes on a frame of one size and format: per plane, flat indices and coverage."""
-
-    def __init__(self, mask: np.ndarray, rgba: tuple[int, int, int, int], fmt: str) -> None:
-        spec = lookup(fmt)
-        samples = _textdraw.color_in_format(rgba, fmt)
-        self.planes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        h, w = mask.shape
-        for pspec, value in zip(spec.planes, samples, strict=True):
-            pw, ph = pspec.size(w, h)
-            cover = _textdraw._subsample(mask, pspec.log2_w, pspec.log2_h, (ph, pw)) * (rgba[3] / 255.0)
-            idx = np.flatnonzero(cover > 1 / 512)
-            self.planes.append((idx, cover.reshape(-1)[idx].astype(np.float32), np.asarray(value, dtype=np.float32)))
-
-    def blend(self, planes: list[np.ndarray]) -> None:
-        for plane, (idx, alpha, value) in zip(planes, self.planes, strict=True):
-            if not len(idx):
-                continue
-            top = np.iinfo(plane.dtype).max
-            a = alpha[:, None] if plane.ndim == 3 else alpha  # packed: every channel of the covered pixels
-            flat = plane.reshape(-1, plane.shape[2]) if plane.ndim == 3 else plane.reshape(-1)
-            px = flat[idx].astype(np.float32)
-            flat[idx] = np.clip(np.rint(px * (1 - a) + value * a), 0, top).astype(plane.dtype)
 
 
 class DrawZonesFilter(Filter):
@@ -85,7 +59,7 @@ class DrawZonesFilter(Filter):
             "fontfile": values.get("fontfile"),
         }
         self.renderer = _textdraw.TextRenderer(style, self.fontsize, label=self.label) if self.text else None
-        self._layers: dict[tuple[Any, ...], _Layer] = {}
+        self._layers: dict[tuple[Any, ...], _textdraw.Layer] = {}
 
     def filter(self, frame: Frame) -> list[Frame]:
         analytics = analytics_of(frame)
@@ -98,7 +72,7 @@ class DrawZonesFilter(Filter):
         if layer is None:
             if len(self._layers) > 8:
                 self._layers.clear()
-            layer = self._layers[key] = _Layer(self._mask(frame, zones, lines), self.rgba, frame.format)
+            layer = self._layers[key] = _textdraw.Layer(self._mask(frame, zones, lines), self.rgba, frame.format)
         planes = [np.array(p, copy=True) for p in frame.planes]
         layer.blend(planes)
         out = frame.with_planes(planes)

@@ -17,6 +17,12 @@ One line per frame::
      "classify": [{"label": "happy", "confidence": 0.8, "confidence_q": [8000, 10000]}],
      "track_id": 3, "predicted": false}]}
 
+A box may also carry avdnn's own columns (docs/analytics.md, "Beyond boxes"), each only when it
+has one: ``"keypoints": [[x, y, score], ...]`` in frame pixels in the model's order with
+``"keypoint_names"``, ``"mask": {"size": [h, w], "counts": [...]}`` (COCO's uncompressed RLE of
+the frame, column-major, as pycocotools writes it), ``"text"`` and ``"text_score"``, ``"angle"``
+(radians) and ``"xywhr"`` for a rotated box, ``"data"`` for the free per-object columns.
+
 and, at end of stream (or at close, when the run stopped early) when the boxes carried track
 ids (a ``track`` filter upstream) and ``summary=1`` (the default), one line per track
 (:mod:`avdnn.tracking.summary`; on a long input a track closed by the summary's bound, the 4096

@@ -28,6 +28,7 @@ KNOWN_FILTERS: dict[str, str] = {
     "line": "line:LineFilter",
     "events": "events:EventsFilter",
     "drawzones": "drawzones:DrawZonesFilter",
+    "drawobjects": "drawobjects:DrawObjectsFilter",
 }
 
 _loaded: dict[str, type[Filter]] = {}

@@ -11,6 +11,10 @@ mean:[123 127 129] stdev:[69.8 69.1 72.3]
     index: 0,\tregion: (16, 16) -> (48, 48), label: face, confidence: 9000/10000.
     \t\tclassify:  label: happy, confidence: 8000/10000.
     \t\ttrack:  id: 3, detected.      (avdnn's: boxes with a track id, after a track filter)
+    \t\ttext:  "AB12 CDE", confidence: 9712/10000.         (avdnn's, and those below: what the
+    \t\tangle:  0.3500 rad, centre: (20.0, 20.0), size: 16.0x6.0.   box carries besides FFmpeg's
+    \t\tmask:  area: 10862, bounds: (30, 14) -> (176, 144).          fields)
+    \t\tkeypoints:  nose: (90.1, 66.5) 0.63, left_eye: (98.2, 54.9) 0.76, ...
     <an empty line, as FFmpeg logs "\\n" after each side data>
       side data - avdnn zones, lines and events:   (avdnn's, after zone/line/events filters)
     zone: bay, inside: 1 [3], entered: 2, exited: 1.
@@ -43,6 +47,7 @@ import numpy as np
 from avdnn.events.record import analytics_of
 from avdnn.filters.base import Filter
 from avdnn.filters.options import Option
+from avdnn.media.detections import CONFIDENCE_DEN, Box, confidence_num
 from avdnn.media.frame import Frame
 from avdnn.media.pixfmt import PIX_FMTS, canonical
 
@@ -175,8 +180,30 @@ def detection_lines(det: Any) -> list[str]:
             lines.append(f"\t\tclassify:  label: {label}, confidence: {cnum}/{cden}.")
         if box.track_id >= 0 or box.predicted:  # avdnn's line: FFmpeg's bbox has no track id
             lines.append(f"\t\ttrack:  id: {box.track_id}, {'predicted' if box.predicted else 'detected'}.")
+        lines += object_lines(box, det.keypoint_names)
     lines.append("")
     return lines
+
+
+def object_lines(box: Box, names: Sequence[str]) -> list[str]:
+    """avdnn's lines for what FFmpeg's bbox cannot hold: text, rotation, mask, keypoints."""
+    out = []
+    if box.text:
+        score = int(confidence_num(box.text_score or 0.0))
+        out.append(f'\t\ttext:  "{box.text}", confidence: {score}/{CONFIDENCE_DEN}.')
+    if box.xywhr is not None and not math.isnan(box.xywhr[4]):
+        cx, cy, w, h, r = box.xywhr
+        out.append(f"\t\tangle:  {r:.4f} rad, centre: ({cx:.1f}, {cy:.1f}), size: {w:.1f}x{h:.1f}.")
+    if box.mask is not None:
+        b = box.mask.bounds()
+        where = "" if b is None else f", bounds: ({b[0]}, {b[1]}) -> ({b[2]}, {b[3]})"
+        out.append(f"\t\tmask:  area: {box.mask.area}{where}.")
+    if box.keypoints is not None and not np.isnan(box.keypoints).all():
+        points = ", ".join(
+            f"{name}: ({x:.1f}, {y:.1f}) {s:.2f}" for name, (x, y, s) in zip(names, box.keypoints.tolist(), strict=True)
+        )
+        out.append(f"\t\tkeypoints:  {points}.")
+    return out
 
 
 def analytics_lines(frame: Frame) -> list[str]:

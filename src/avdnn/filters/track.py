@@ -14,6 +14,9 @@ inferred frame had, flagged ``predicted``. At end of stream an INFO line counts 
 verbose line per track summarises it (id, label by vote, frames, first/last pts, mean
 confidence); :attr:`TrackFilter.summary`
 keeps the same for Python users, and ``metadata_jsonl`` writes it as JSON.
+
+A box's keypoints, mask and text stay with it. Text a recognizer read before the tracker is
+settled per track by vote (``text_votes`` equal reads, :mod:`avdnn.tracking.textvote`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from avdnn.media.detections import SKIPPED_KEY, Detections
 from avdnn.media.frame import Frame
 from avdnn.tracking import PARAMETERS, Tracker, TrackRecord, TrackSummary, create_tracker, list_trackers
 from avdnn.tracking.base import ReportsAlive, tracker_spec
+from avdnn.tracking.textvote import TextVotes
 
 log = logging.getLogger("avdnn.filters")
 
@@ -84,6 +88,14 @@ TRACK_OPTIONS: tuple[Option, ...] = (
         help="confidence splitting the two matching stages (-1: the tracker's default)",
     ),
     Option("frame_rate", "string", "0", help="frame rate for lost_track_buffer: 25, 30000/1001 (0: the stream's)"),
+    Option(
+        "text_votes",
+        "int",
+        2,
+        1,
+        INT_MAX,
+        help="equal reads a track needs before its boxes carry that text (avdnn.tracking.textvote)",
+    ),
 )
 
 
@@ -122,6 +134,7 @@ class TrackFilter(Filter):
             raise InvalidArgumentError("frame_rate must not be negative", filter=self.label, option="frame_rate")
         self._rate: Fraction | None = None
         self.tracker: Tracker | None = None
+        self.votes = TextVotes(int(values.get("text_votes", 2)))
         #: per-track totals; a track closed by its bound (tracking.summary) is logged when it closes
         self.summary = TrackSummary(on_closed=self._log_track)
         self._count = 0
@@ -193,6 +206,7 @@ class TrackFilter(Filter):
                 self.summary.add(out, frame.pts, frame.time)
                 self._tell_alive(frame)
                 return [frame]
+        out = self.votes.apply(out)
         if out.pts != frame.pts:
             out = dataclasses.replace(out, pts=frame.pts)
         frame.side_data = frame.side_data.copy()

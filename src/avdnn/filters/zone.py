@@ -35,6 +35,14 @@ class ZoneFilter(common.CountingFilter):
         Option("loiter", "duration", 0, 0, 86400, help="seconds inside before a loiter event (0: none)"),
         common.CLASSES,
         common.LOST,
+        Option(
+            "mask_overlap",
+            "float",
+            0,
+            0,
+            1,
+            help="an object with a mask is inside when this share of its mask is (0: by its anchor) (avdnn)",
+        ),
     )
     counter: ZoneCounter
 
@@ -49,6 +57,7 @@ class ZoneFilter(common.CountingFilter):
             loiter=float(values.get("loiter") or 0),
             classes=common.classes(values.get("classes")),
             lost=float(values.get("lost", 1.0)),
+            mask_overlap=float(values.get("mask_overlap") or 0),
         )
 
     def record(self, analytics: FrameAnalytics) -> None:

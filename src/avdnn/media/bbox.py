@@ -7,11 +7,15 @@ byte limits (labels, the header's source), so that showinfo and drawbox print wh
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from avdnn.errors import InvalidArgumentError
+from avdnn.media import objects
+from avdnn.media.objects import Mask
 
 #: AV_DETECTION_BBOX_LABEL_NAME_MAX_SIZE: a label is at most 63 bytes plus NUL.
 LABEL_MAX_SIZE = 64
@@ -83,6 +87,12 @@ class Box:
     xyxy: tuple[float, float, float, float]
     track_id: int = -1
     predicted: bool = False
+    #: avdnn's own columns for this box (avdnn.media.objects): (K, 3) keypoints, mask, text, rotated box
+    keypoints: np.ndarray | None = None
+    mask: Mask | None = None
+    text: str = ""
+    text_score: float | None = None
+    xywhr: tuple[float, float, float, float, float] | None = None
 
     @property
     def classify_count(self) -> int:
@@ -98,3 +108,46 @@ class Box:
     def region(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """``(x, y) -> (x + w, y + h)``, the corners showinfo prints."""
         return (self.x, self.y), (self.x + self.w, self.y + self.h)
+
+
+def five(row: np.ndarray) -> tuple[float, float, float, float, float]:
+    """A rotated box row (cx, cy, w, h, angle) as a tuple of floats."""
+    cx, cy, w, h, r = (float(v) for v in row)
+    return (cx, cy, w, h, r)
+
+
+def index_rows(index: slice | np.ndarray | Sequence[int] | Sequence[bool], n: int) -> np.ndarray:
+    """The rows of ``n`` a slice, boolean mask or index array selects (Detections' indexing)."""
+    if isinstance(index, slice):
+        out: np.ndarray = np.arange(n)[index]
+        return out
+    arr = np.asarray(index)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise IndexError(f"boolean mask: expected shape ({n},), got {arr.shape}")
+        return np.flatnonzero(arr)
+    if arr.size == 0:
+        return np.zeros(0, np.intp)
+    if np.issubdtype(arr.dtype, np.integer):
+        return arr.reshape(-1)
+    raise IndexError(f"Detections index: expected an int, slice, bool mask or int array, got {arr.dtype}")
+
+
+def record_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Detections' keyword arguments from its JSON dict (``Detections.to_dict``); KeyError,
+    TypeError or ValueError when it is malformed (from_dict says so as InvalidDataError)."""
+    boxes = list(data["boxes"])
+    return {
+        "xyxy": np.array([b["xyxy"] for b in boxes], dtype=np.float32).reshape(-1, 4),
+        "confidence": np.array([b["confidence"] for b in boxes], dtype=np.float32),
+        "class_id": np.array([b["class_id"] for b in boxes], dtype=np.int32),
+        "labels": tuple(b["label"] for b in boxes),
+        "classify": tuple(tuple((c["label"], c["confidence"]) for c in b.get("classify", ())) for b in boxes),
+        "source": data.get("source", ""),
+        "frame_size": tuple(data.get("frame_size", (0, 0))),
+        "pts": data.get("pts"),
+        "ffmpeg_xywh": np.array([[b["x"], b["y"], b["w"], b["h"]] for b in boxes], dtype=np.int32).reshape(-1, 4),
+        "track_id": np.array([b.get("track_id", -1) for b in boxes], dtype=np.int32),
+        "predicted": np.array([bool(b.get("predicted", False)) for b in boxes], dtype=bool),
+        **objects.from_boxes(boxes),
+    }

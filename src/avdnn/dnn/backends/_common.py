@@ -11,12 +11,22 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from avdnn.dnn.interface import DYNAMIC, BackendOption, DNNDataType, DNNLayout, DoneCallback, ModelConfig
-from avdnn.errors import AvdnnError, InvalidArgumentError, NotFoundError, OutOfMemoryError
+from avdnn.dnn.interface import (
+    DYNAMIC,
+    BackendOption,
+    DNNDataType,
+    DNNFunctionType,
+    DNNLayout,
+    DoneCallback,
+    ModelConfig,
+    TensorInfo,
+)
+from avdnn.errors import AvdnnError, InvalidArgumentError, NotFoundError, NotSupportedError, OutOfMemoryError
 
 #: One row: a runtime's own exception type, avdnn's error for it and, for built-in types the
 #: runtime shares with everyone (ValueError, RuntimeError), the package whose code must have
@@ -278,3 +288,27 @@ def run_and_report(run: Any, batch: np.ndarray, done: DoneCallback) -> None:
         done(None, exc)
     else:
         done(outputs, None)
+
+
+def normalised_input(info: TensorInfo, config: ModelConfig) -> tuple[TensorInfo, tuple[float, float] | None]:
+    """Apply the ``mean``/``scale`` options (OpenVINO's semantics) to the input description.
+
+    Returns the TensorInfo to report and, for dnn_processing, the (mean, scale) the backend
+    applies itself to io_proc's ``v/255`` batch.
+    """
+    mean = float(config.options.get("mean", 0.0) or 0.0)
+    scale = float(config.options.get("scale", 0.0) or 0.0)
+    if mean == 0.0 and scale == 0.0:
+        return info, None
+    if info.dtype != DNNDataType.FLOAT:
+        raise NotSupportedError(
+            f"scale/mean need a float model input; {info.describe()} is not",
+            option="scale" if scale else "mean",
+            file=config.path,
+        )
+    process = config.func_type == DNNFunctionType.PROCESS_FRAME
+    if scale == 0.0:
+        scale = 255.0 if process else 1.0
+    if process:
+        return info, (mean, scale)
+    return replace(info, scale=scale, mean=mean), None

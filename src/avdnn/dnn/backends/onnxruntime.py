@@ -9,7 +9,9 @@ revision too); async, ``nireq`` and ``batch_size`` work (the shared engine; sess
 thread-safe), a model with a fixed batch of 1 is run item by item inside a batch; an NHWC
 input (``[N,H,W,1|3]``) is recognised instead of assumed NCHW; an unknown device name is an
 error instead of a silent CPU run; ``inter_op_threads`` and ``optimization`` expose two more
-session options. onnxruntime is imported only when a model is loaded.
+session options; ``mean``/``scale`` are OpenVINO's pre-processing options (as the tflite
+backend's), and the file's metadata_props reach the parsers (a recognizer's character set).
+onnxruntime is imported only when a model is loaded.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from avdnn.dnn.backends._common import (
+    SCALE_MEAN_OPTIONS,
     ErrorTable,
     check_model_file,
     dims_of,
     guess_layout,
     map_errors,
+    normalised_input,
     pick,
     split_batch,
     tensor_scale,
@@ -175,6 +179,7 @@ class OnnxRuntimeBackend:
             None,
             help="values for the model's other inputs: name=v|v|...[&name2=...] or name=@file.npy (avdnn)",
         ),
+        *SCALE_MEAN_OPTIONS,
     )
     supports_async = True
 
@@ -189,6 +194,7 @@ class OnnxRuntimeBackend:
         self._input = io.input.name
         self._outputs = [o.name for o in io.outputs]
         self._item_by_item = io.input.batch == 1 and config.batch_size > 1
+        self._rescale: tuple[float, float] | None = None
         import onnxruntime as ort  # already loaded: the session is one of its objects
 
         self._run_options = ort.RunOptions
@@ -239,8 +245,13 @@ class OnnxRuntimeBackend:
         if device != "cpu" and used != wanted:
             log.warning("ONNX Runtime could not use %s; running on %s", wanted, used)
         io = cls._describe(session, config)
+        in_info, rescale = normalised_input(io.input, config)
+        meta = session.get_modelmeta().custom_metadata_map
+        io = ModelIO((in_info, *io.inputs[1:]), io.outputs, metadata=dict(meta or {}))
         extras = _extra_inputs(session, config, io.input.name)
-        return cls(session, config, io, used, extras)
+        out = cls(session, config, io, used, extras)
+        out._rescale = rescale
+        return out
 
     @staticmethod
     def _describe(session: Any, config: ModelConfig) -> ModelIO:
@@ -297,6 +308,9 @@ class OnnxRuntimeBackend:
                 self._running.discard(options)
 
     def _run_one(self, batch: np.ndarray, options: Any) -> list[np.ndarray]:
+        if self._rescale is not None:  # dnn_processing feeds v/255: OpenVINO's mean/scale on the 0..255 value
+            mean, scale = self._rescale
+            batch = (batch.astype(np.float32) * np.float32(255) - np.float32(mean)) / np.float32(scale)
         return list(self._session.run(self._outputs, {**self._extras, self._input: batch}, options))
 
     def cancel(self) -> None:

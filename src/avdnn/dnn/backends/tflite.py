@@ -26,7 +26,6 @@ batch; a model with a fixed batch of 1 runs a batch item by item.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,6 +38,7 @@ from avdnn.dnn.backends._common import (
     data_type,
     dims_of,
     map_errors,
+    normalised_input,
     pick,
     quiet_stderr,
     split_batch,
@@ -164,7 +164,7 @@ class TFLiteBackend:
                     else outs[pick("output", n, names, config)]
                 )
             outs = chosen
-        in_info, rescale = _normalised(_in_info(inp), config)
+        in_info, rescale = normalised_input(_in_info(inp), config)
         io = ModelIO((in_info,), tuple(_out_info(d) for d in outs))
         pool: Pool[_Interp] = Pool(make)
         pool.give(first)
@@ -225,30 +225,6 @@ def _signature_names(interp: Any) -> tuple[dict[str, int], dict[str, int]]:
     ins = {k: d["index"] for k, d in runner.get_input_details().items()}
     outs = {k: d["index"] for k, d in runner.get_output_details().items()}
     return ins, outs
-
-
-def _normalised(info: TensorInfo, config: ModelConfig) -> tuple[TensorInfo, tuple[float, float] | None]:
-    """Apply the ``mean``/``scale`` options (OpenVINO's semantics) to the input description.
-
-    Returns the TensorInfo to report and, for dnn_processing, the (mean, scale) the backend
-    applies itself to io_proc's ``v/255`` batch.
-    """
-    mean = float(config.options.get("mean", 0.0) or 0.0)
-    scale = float(config.options.get("scale", 0.0) or 0.0)
-    if mean == 0.0 and scale == 0.0:
-        return info, None
-    if info.dtype != DNNDataType.FLOAT:
-        raise NotSupportedError(
-            f"scale/mean need a float model input; {info.describe()} is not",
-            option="scale" if scale else "mean",
-            file=config.path,
-        )
-    process = config.func_type == DNNFunctionType.PROCESS_FRAME
-    if scale == 0.0:
-        scale = 255.0 if process else 1.0
-    if process:
-        return info, (mean, scale)
-    return replace(info, scale=scale, mean=mean), None
 
 
 def _layout(dims: tuple[int, ...]) -> DNNLayout:

@@ -7,6 +7,7 @@ expected and actual shapes. Single NaN/inf scores are skipped (FFmpeg 1ae40482 h
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -125,6 +126,11 @@ def make(
     )
 
 
+def with_columns(det: Detections, **columns: object) -> Detections:
+    """``det`` with avdnn's own columns (keypoints, masks, text, xywhr, data) set."""
+    return dataclasses.replace(det, **columns)  # type: ignore[arg-type]
+
+
 def suppress(ctx: DetectContext, det: Detections, default: NmsMode) -> Detections:
     """Apply the context's overlap removal (``auto`` = the family's ``default``)."""
     mode = default if ctx.nms == "auto" else ctx.nms
@@ -141,17 +147,7 @@ def suppress(ctx: DetectContext, det: Detections, default: NmsMode) -> Detection
     parts = []
     for g in groups:
         merged, _, best = weighted_nms(det.xyxy[g], det.confidence[g], ctx.iou, max_det=ctx.max_det)
-        sub = det[g[best]]
-        parts.append(
-            Detections(
-                xyxy=merged,
-                confidence=sub.confidence,
-                class_id=sub.class_id,
-                labels=sub.labels,
-                source=sub.source,
-                frame_size=sub.frame_size,
-                pts=sub.pts,
-            )
-        )
+        # the cluster's best box keeps its own keypoints, mask and text
+        parts.append(dataclasses.replace(det[g[best]], xyxy=merged, ffmpeg_xywh=None))
     out = Detections.merge(parts)
     return out[np.argsort(-out.confidence, kind="stable")[: ctx.max_det]]

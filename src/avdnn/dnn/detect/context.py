@@ -60,6 +60,7 @@ class DetectContext:
             sigmoid per class (RT-DETR, D-FINE, RF-DETR), none (already probabilities);
             auto = softmax when the class axis is nb_classes + 1, else sigmoid.
         strides: YOLOX / BlazeFace feature strides; None = the family default.
+        keypoint_names: names of a pose model's keypoints (None: COCO's for 17 points).
         source: the header source (model file name); pts: the frame's pts.
     """
 
@@ -81,6 +82,7 @@ class DetectContext:
     max_det: int = 300
     score_activation: ScoreActivation = "auto"
     strides: tuple[int, ...] | None = None
+    keypoint_names: tuple[str, ...] | None = None
     source: str = ""
     pts: int | None = field(default=None)
 
@@ -128,6 +130,8 @@ class DetectContext:
         object.__setattr__(self, "anchors", tuple(float(a) for a in self.anchors))
         if self.labels is not None:
             object.__setattr__(self, "labels", tuple(self.labels))
+        if self.keypoint_names is not None:
+            object.__setattr__(self, "keypoint_names", tuple(self.keypoint_names))
 
 
 __all__ = ["DetectContext", "Layout", "NmsMode", "ScoreActivation", "parse_anchors"]

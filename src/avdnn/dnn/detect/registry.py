@@ -17,6 +17,10 @@ from avdnn.dnn.detect.context import DetectContext
 from avdnn.dnn.detect.detr import parse_detr
 from avdnn.dnn.detect.ffmpeg_ssd import parse_ssd, parse_tf
 from avdnn.dnn.detect.ffmpeg_yolo import parse_yolo, parse_yolov3, parse_yolov4
+from avdnn.dnn.detect.keypoints import parse_movenet, parse_yolov8_pose
+from avdnn.dnn.detect.ocr import parse_dbnet
+from avdnn.dnn.detect.rotated import parse_yolo26, parse_yolov8_obb
+from avdnn.dnn.detect.segment import parse_semantic, parse_yolov8_seg
 from avdnn.dnn.detect.yolo_modern import parse_yolov5, parse_yolov8, parse_yolox
 from avdnn.errors import InvalidArgumentError
 from avdnn.media.detections import Detections
@@ -83,5 +87,24 @@ for _row in (
     ("yolox", parse_yolox, "raw [1, N, 5+nc] with grids and strides 8/16/32; greedy NMS", False, False),
     ("detr", parse_detr, "boxes [1,Q,4] cxcywh + logits [1,Q,C] (DETR, RT-DETR, D-FINE, RF-DETR)", False, False),
     ("blazeface", parse_blazeface, "MediaPipe BlazeFace: regressors [1,N,16] + scores [1,N,1]", False, False),
+    ("movenet", parse_movenet, "single pose [1,1,K,3] y,x,score normalised (MoveNet): keypoints", False, False),
+    ("yolov8_pose", parse_yolov8_pose, "[1, 4+nc+3K, N] boxes and K keypoints (YOLOv8/11 -pose); NMS", False, False),
+    ("yolov8_seg", parse_yolov8_seg, "[1, 4+nc+nm, N] + prototypes [1,nm,h,w] (YOLOv8/11 -seg): masks", False, False),
+    (
+        "semantic",
+        parse_semantic,
+        "a class map [1,C,H,W] / [1,H,W,C] / [1,H,W]: one object per class, masks",
+        False,
+        False,
+    ),
+    (
+        "yolov8_obb",
+        parse_yolov8_obb,
+        "[1, 4+nc+1, N] rotated boxes, angle last (YOLOv8/11 -obb); rotated NMS",
+        False,
+        False,
+    ),
+    ("yolo26", parse_yolo26, "end to end [1, N, 6] x0,y0,x1,y1,score,class (YOLO26, YOLOv10): no NMS", False, False),
+    ("dbnet", parse_dbnet, "DBNet text probability map [1,1,H,W] (PP-OCR): text boxes for a recognizer", False, False),
 ):
     register_model_type(_row[0], description=_row[2], ffmpeg=_row[3], needs_anchors=_row[4])(_row[1])
