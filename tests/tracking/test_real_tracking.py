@@ -23,8 +23,8 @@ def need(*names: str) -> None:
     for spec in ZOO:
         if spec.name in names and not spec.installed():
             pytest.skip(spec.package.pip)
-    if "ssd_mobilenet_v2_coco" in names and importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("pip install 'avdnn[tensorflow]'")
+    if "ssd_mobilenet_v2_coco" in names and importlib.util.find_spec("openvino") is None:
+        pytest.skip("pip install 'avdnn[openvino]'")
     if "blazeface" in names and importlib.util.find_spec("ai_edge_litert") is None:
         pytest.skip("pip install 'avdnn[tflite]'")
 

@@ -33,8 +33,8 @@ def need_everything(code: str) -> None:
     ):
         if importlib.util.find_spec(module) is None:
             pytest.skip(f"pip install {why}")
-    if "ssd_mobilenet" in code and importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("pip install 'avdnn[tensorflow]'")
+    if "ssd_mobilenet" in code and importlib.util.find_spec("openvino") is None:
+        pytest.skip("pip install 'avdnn[openvino]'")
     if "openvino" in code and importlib.util.find_spec("openvino") is None:
         pytest.skip("pip install 'avdnn[openvino]'")
     if "skimage" in code and importlib.util.find_spec("skimage") is None:

@@ -17,6 +17,7 @@ from avdnn.dnn.detect.context import DetectContext
 from avdnn.dnn.detect.detr import parse_detr
 from avdnn.dnn.detect.ffmpeg_ssd import parse_ssd, parse_tf
 from avdnn.dnn.detect.ffmpeg_yolo import parse_yolo, parse_yolov3, parse_yolov4
+from avdnn.dnn.detect.tf_ssd import parse_tf_ssd
 from avdnn.dnn.detect.yolo_modern import parse_yolov5, parse_yolov8, parse_yolox
 from avdnn.errors import InvalidArgumentError
 from avdnn.media.detections import Detections
@@ -83,5 +84,6 @@ for _row in (
     ("yolox", parse_yolox, "raw [1, N, 5+nc] with grids and strides 8/16/32; greedy NMS", False, False),
     ("detr", parse_detr, "boxes [1,Q,4] cxcywh + logits [1,Q,C] (DETR, RT-DETR, D-FINE, RF-DETR)", False, False),
     ("blazeface", parse_blazeface, "MediaPipe BlazeFace: regressors [1,N,16] + scores [1,N,1]", False, False),
+    ("tf_ssd", parse_tf_ssd, "TF OD API SSD cut before its postprocessor: encodings, logits, anchors", False, False),
 ):
     register_model_type(_row[0], description=_row[2], ffmpeg=_row[3], needs_anchors=_row[4])(_row[1])
