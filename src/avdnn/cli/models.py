@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+import numpy as np
+
 from avdnn.dnn.backends import cache
 from avdnn.zoo.spec import ModelSpec
 from avdnn.zoo.table import ZOO
@@ -101,12 +103,84 @@ def cache_listing() -> str:
     return "\n".join(lines) + "\n"
 
 
+QUANTIZE_USAGE = "usage: avdnn models quantize NAME --clip FILE [--frames N]"
+
+
+def calibration_frames(clip: str, count: int) -> list[np.ndarray]:
+    """``count`` frames spread over ``clip``, as dnn_detect feeds a model of any input size.
+
+    rgb24 at the frame's size, libswscale BT.601 (avdnn.dnn.io_analytics's conversion).
+    """
+    import av
+
+    with av.open(clip) as container:
+        stream = container.streams.video[0]
+        total = stream.frames or 0
+        step = max(1, total // count) if total else 1
+        picked = []
+        for k, frame in enumerate(container.decode(stream)):
+            if k % step == 0:
+                rgb = frame.reformat(
+                    format="rgb24", interpolation="FAST_BILINEAR", src_colorspace="ITU601", dst_colorspace="ITU601"
+                )
+                picked.append(rgb.to_ndarray())
+                if len(picked) == count:
+                    break
+    return picked
+
+
+def quantize_command(argv: Sequence[str], out: TextIO) -> int:
+    """``avdnn models quantize NAME --clip FILE [--frames N]``: the INT8 IR of a zoo entry, in the cache."""
+    from avdnn.dnn.backends.openvino.convert import cut_names
+    from avdnn.dnn.backends.openvino.quantize import quantize
+    from avdnn.dnn.interface import ModelConfig
+    from avdnn.errors import InvalidArgumentError, NotFoundError, NotSupportedError
+    from avdnn.zoo.resolve import get_spec
+
+    args = list(argv)
+    rest = args[1:]
+    flags = dict(zip(rest[::2], rest[1::2], strict=True)) if len(rest) % 2 == 0 else {}
+    if not args or args[0].startswith("-") or "--clip" not in flags or set(flags) - {"--clip", "--frames"}:
+        raise InvalidArgumentError(QUANTIZE_USAGE)
+    try:
+        frames = int(flags.get("--frames", "50"))
+    except ValueError:
+        frames = 0
+    if frames < 1:
+        raise InvalidArgumentError(f"--frames must be a positive number, not '{flags['--frames']}'", option="frames")
+    spec = get_spec(args[0])
+    if "openvino" not in spec.backends:
+        raise NotSupportedError(f"zoo:{spec.name} does not run on OpenVINO; INT8 here is an OpenVINO model")
+    path = spec.source_file()
+    if path is None:
+        raise NotFoundError(f"zoo:{spec.name} needs the {spec.package.dist} package: {spec.package.pip}")
+    clip = flags["--clip"]
+    if not os.path.isfile(clip):
+        raise NotFoundError(f"clip '{clip}': No such file or directory", file=clip)
+    own = {**spec.options, **spec.backend_options.get("openvino", {})}
+    outputs = tuple(n for n in own.get("output", "").split("&") if n)
+    cut = cut_names(ModelConfig(path=path, output_names=outputs))
+    entry = quantize(path, cut, calibration_frames(clip, frames), clip=os.path.abspath(clip))
+    size = sum(p.stat().st_size for p in entry.path.iterdir() if p.is_file())
+    out.write(
+        f"zoo:{spec.name}: INT8 model from {entry.manifest.get('frames')} frames of {clip} in {entry.path} "
+        f"({_mb(size)}); use it with precision=int8 (dnn_backend=openvino)\n"
+    )
+    return 0
+
+
 def main(argv: Sequence[str], out: TextIO | None = None) -> int:
-    """``avdnn models [NAME...]``, ``--cache``, ``--clear-cache``; returns the exit status."""
+    """``avdnn models [NAME...]``, ``--cache``, ``--clear-cache``, ``quantize``; returns the exit status."""
     from avdnn.errors import AvdnnError
     from avdnn.zoo.resolve import get_spec
 
     out = out or sys.stdout
+    if argv[:1] == ["quantize"]:
+        try:
+            return quantize_command(argv[1:], out)
+        except AvdnnError as exc:
+            sys.stderr.write(f"avdnn: models quantize: {exc.message}\n")
+            return 1
     if not argv:
         out.write(table())
         return 0
@@ -125,4 +199,4 @@ def main(argv: Sequence[str], out: TextIO | None = None) -> int:
     return 0
 
 
-__all__ = ["cache_listing", "details", "main", "table"]
+__all__ = ["cache_listing", "calibration_frames", "details", "main", "quantize_command", "table"]

@@ -43,6 +43,7 @@ __all__ = [
     "builds",
     "cache_dir",
     "clear",
+    "discard",
     "entries",
     "file_sha256",
     "get",
@@ -185,6 +186,13 @@ def invalidate(entry: Entry) -> None:
     if not entry.temporary:
         log.warning("model cache: entry %s could not be read; rebuilding it", entry.path)
     _remove(entry.path)
+
+
+def discard(kind: str, material: Mapping[str, Any]) -> None:
+    """Remove the entry for ``material`` if there is one (before building a replacement)."""
+    folder = _folder(kind, key_of(material))
+    if folder.is_dir():
+        _remove(folder)
 
 
 def _remove(folder: Path) -> None:

@@ -29,7 +29,7 @@ from avdnn.dnn.backends._common import strip_port
 from avdnn.dnn.interface import ModelConfig
 from avdnn.errors import InvalidArgumentError, InvalidDataError, NotFoundError
 
-__all__ = ["CONVERTED", "INT8_KIND", "IR_KIND", "cut_names", "material", "read", "read_converted"]
+__all__ = ["CONVERTED", "INT8_KIND", "IR_FILE", "IR_KIND", "cut_names", "material", "read", "read_converted"]
 
 log = logging.getLogger("avdnn.dnn.openvino")
 
