@@ -3,8 +3,9 @@
 The reference is the whole TF Object Detection graph run directly on OpenVINO in f32 (its own
 resize, decode and 90 per-class NMS loops), parsed as FFmpeg's ``tf`` form. Against it:
 
-* the cut graph in f32 (``tf_ssd``: anchors decoded and NMS done by avdnn) gives the same boxes:
-  every box found, corners within 0.01 px, scores within 1e-4 (same arrays in);
+* the cut graph in f32 (``tf_ssd``: anchors decoded and NMS done by avdnn, the preprocessor's
+  per-image loop made one batch resize) gives the same boxes: every box found, corners within
+  0.01 px, scores within 1e-4 (same arrays in);
 * the zoo's default (``precision=auto``: bf16 where the CPU has it) meets docs/zoo.md's bar on
   bikes.mp4 and bigbuckbunny.mp4 through ``avdnn.run``: recall and precision >= 0.95 at IoU 0.7
   on high-score boxes (>= 0.6 on one side, found >= 0.5 on the other), median corner deviation
@@ -22,7 +23,9 @@ import pytest
 from spine_util import missing
 
 import avdnn
+from avdnn.dnn.backends import cache
 from avdnn.dnn.backends.openvino import OpenVINOBackend
+from avdnn.dnn.backends.openvino.convert import material
 from avdnn.dnn.detect import DetectContext, iou_matrix, parse
 from avdnn.dnn.interface import DNNFunctionType, ModelConfig
 from avdnn.media.detections import Detections
@@ -116,6 +119,11 @@ def test_cut_graph_in_f32_gives_the_whole_graphs_boxes(whole_f32: dict[tuple[str
         assert total >= 10  # the clips do have objects
     finally:
         model.close()
+    # the preprocessor's per-image loop became one batch resize (avdnn.dnn.backends.openvino.tfod)
+    entry = cache.lookup("openvino", material(ssd(), tuple(SSD_CUT.split("&"))))
+    assert entry is not None
+    ir = entry.file("model.xml").read_text()
+    assert 'type="Loop"' not in ir and ir.count('type="Interpolate"') == 1
 
 
 def test_the_zoo_default_meets_the_documented_bar(whole_f32: dict[tuple[str, int], Detections]) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from avdnn.dnn.backends import cache
 from avdnn.dnn.backends._common import strip_port
+from avdnn.dnn.backends.openvino.tfod import batch_resize
 from avdnn.dnn.interface import ModelConfig
 from avdnn.errors import InvalidArgumentError, InvalidDataError, NotFoundError
 
@@ -36,7 +37,7 @@ log = logging.getLogger("avdnn.dnn.openvino")
 #: source formats converted into the cache (the others are read directly)
 CONVERTED = (".pb", ".tflite")
 #: bump when the conversion itself changes: older entries are then other keys, never reused
-SCHEME = 1
+SCHEME = 2
 IR_KIND = "openvino"
 INT8_KIND = "openvino-int8"
 IR_FILE = "model.xml"
@@ -107,7 +108,8 @@ def _convert(core: Any, path: str, cut: Sequence[str]) -> Any:
         places.append(place)
     with _frontend_errors(path):
         model.override_all_outputs(places)
-        return frontend.convert(model)
+        converted = frontend.convert(model)
+        return batch_resize(frontend, path, cut, converted)
 
 
 def _save(core: Any, path: str, cut: Sequence[str], folder: Path) -> dict[str, Any]:
