@@ -15,13 +15,19 @@ Agreement with ``whole_f32``: recall and precision at IoU 0.7 (same class) on hi
 (>= ``--high`` on one side, found >= ``--confidence`` on the other), the corner deviation of the
 matched boxes in pixels (median, p95) and the largest score difference.
 
-    PYTHONPATH=src python benchmarks/ssd_precision.py --rounds 3 --json ssd_precision.json
+``--e2e`` adds, per clip, the CPU per frame of ``avdnn.run`` end to end (decode, conversion,
+model, post-processing, to the null muxer) past start-up, taken as the difference of a short and a
+long run, for the zoo's default chain and the whole graph in f32 on the same path, and PyAV's
+decode alone:
+
+    PYTHONPATH=src python benchmarks/ssd_precision.py --rounds 3 --e2e --json ssd_precision.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -133,6 +139,42 @@ def agreement(refs: list[Detections], tests: list[Detections], high: float) -> d
     }
 
 
+E2E_CHAINS = {
+    "avdnn zoo default": "dnn_detect=model=zoo/ssd_mobilenet_v2_coco",
+    "avdnn whole f32": "dnn_detect=model=zoo/ssd_mobilenet_v2_coco:model_type=tf:precision=f32:output=" + SSD_OUTPUTS,
+}
+
+
+def _cpu() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def e2e(clip: str, chain: str, short: int = 10) -> float:
+    """CPU ms per frame of avdnn.run past start-up: (long run - short run) / frame difference."""
+    import avdnn
+
+    def run(n: int | None) -> tuple[float, int]:
+        start = _cpu()
+        stats = avdnn.run(sample(clip), chain, output="-", format="null", frames=n)
+        return _cpu() - start, int(stats.as_dict()["frames_written"]) if n is None else n
+
+    run(short)  # warm: the model cache and the compiled blobs
+    a, na = run(short)
+    b, nb = run(None)
+    return (b - a) * 1e3 / max(1, nb - na)
+
+
+def decode_only(clip: str) -> float:
+    import av
+
+    start, n = _cpu(), 0
+    with av.open(sample(clip)) as container:
+        for _ in container.decode(video=0):
+            n += 1
+    return (_cpu() - start) * 1e3 / max(1, n)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clips", default="bikes.mp4,bigbuckbunny.mp4")
@@ -142,6 +184,7 @@ def main() -> None:
     ap.add_argument("--confidence", type=float, default=0.5)
     ap.add_argument("--high", type=float, default=0.6)
     ap.add_argument("--int8-clip", default="bikes.mp4", help="calibration clip when no INT8 model is cached")
+    ap.add_argument("--e2e", action="store_true", help="also avdnn.run end to end per clip")
     ap.add_argument("--json")
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 frames of bikes, 1 round, f32 only")
     args = ap.parse_args()
@@ -196,8 +239,23 @@ def main() -> None:
     print(f"(high-score boxes of the reference: {rows[0]['high_score_boxes']})")
     for model, _ in models.values():
         model.close()
+    ends: list[dict[str, Any]] = []
+    if args.e2e:
+        print("\n| clip | decode only | " + " | ".join(E2E_CHAINS) + " | default / whole f32 |")
+        print("|---|---|" + "---|" * (len(E2E_CHAINS) + 1))
+        for clip in args.clips.split(","):
+            runs = {name: [] for name in E2E_CHAINS}
+            for r in range(args.rounds):
+                for name in list(E2E_CHAINS)[r % 2 :] + list(E2E_CHAINS)[: r % 2]:
+                    runs[name].append(e2e(clip, E2E_CHAINS[name]))
+            row = {"clip": clip, "decode_ms": decode_only(clip), **{k: statistics.median(v) for k, v in runs.items()}}
+            ends.append(row)
+            ratio = row["avdnn zoo default"] / row["avdnn whole f32"]
+            cells = " | ".join(f"{row[k]:.1f}" for k in E2E_CHAINS)
+            print(f"| {clip} | {row['decode_ms']:.1f} | {cells} | {ratio:.2f} |", flush=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=1))
+        doc = {"args": vars(args), "rows": rows, "e2e": ends}
+        Path(args.json).write_text(json.dumps(doc, indent=1))
 
 
 if __name__ == "__main__":
