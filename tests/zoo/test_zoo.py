@@ -107,6 +107,11 @@ def test_the_ssd_defaults_follow_the_backend() -> None:
     assert values["model_type"] == cls.option("model_type").consts["tf"] and values["max_det"] == 50
     assert values["output"] == "num_detections&detection_scores&detection_classes&detection_boxes"
     assert values["precision"] == cls.option("precision").default  # an OpenVINO option, not given to TF
+    from avdnn.cli.models import details
+
+    shown = details(spec)  # avdnn models NAME shows the defaults per backend
+    assert "  openvino  model_type=tf_ssd:output=Squeeze&concat_1&Concatenate/concat" in shown
+    assert "  tensorflow model_type=tf:output=num_detections" in shown
 
 
 def test_zoo_colon_form_in_a_filter_string() -> None:

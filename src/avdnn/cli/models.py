@@ -77,6 +77,7 @@ def details(spec: ModelSpec) -> str:
         ("model_type", spec.model_type or "-"),
         ("labels", labels),
         ("options", ":".join(f"{k}={v}" for k, v in spec.options.items()) or "-"),
+        *((f"  {name}", ":".join(f"{k}={v}" for k, v in opts.items())) for name, opts in spec.backend_options.items()),
         ("choices", "&".join(f"{k}={v}" for k, v in spec.params.items()) or "-"),
     ]
     if spec.pad:
