@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from bkutil import skip_reason
+from spine_util import missing
 
 from avdnn.cli.models import main as models_main
 from avdnn.dnn.backends import cache
@@ -95,7 +97,8 @@ def test_int8_needs_a_quantized_model_and_says_how(conv_graph: str) -> None:
 
 
 def test_quantized_model_is_kept_in_the_cache_and_runs(conv_graph: str, tmp_path: Path) -> None:
-    pytest.importorskip("nncf", reason="pip install 'avdnn[quantize]'")
+    if importlib.util.find_spec("nncf") is None:
+        missing("extras", "pip install 'avdnn[quantize]'")
     from avdnn.dnn.backends.openvino.quantize import quantize
 
     rng = np.random.default_rng(0)
