@@ -8,7 +8,10 @@ whose libraries give the same bytes as PyAV's FFmpeg 8.1. The clips are the ones
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
@@ -29,6 +32,13 @@ from spine_util import (
 # avdnn.dnn.faults reads $AVDNN_DNN_FAULTS only under this explicit test switch (a variable left in
 # a production environment must not fail real runs); set for the suite and the CLIs it starts
 os.environ["AVDNN_TEST_FAULTS"] = "1"
+
+# the model cache (avdnn.dnn.backends.cache) of the suite and of the CLIs it starts is its own, never
+# the user's: a test session converts each model once, and leaves nothing behind
+if "AVDNN_CACHE" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="avdnn-test-cache-")
+    os.environ["AVDNN_CACHE"] = _cache
+    atexit.register(shutil.rmtree, _cache, True)
 
 
 @pytest.fixture(scope="session")

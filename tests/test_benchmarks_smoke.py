@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from spine_util import need_installed
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -129,3 +130,35 @@ def test_heads_benchmark_quick_runs(tmp_path: Path) -> None:
     assert {"yolov8_pose", "yolov8_seg", "yolov8_obb", "yolo26", "semantic"} <= heads
     assert all(r["decode_ms"] > 0 for r in rows)
     assert "| head | model |" in proc.stdout
+
+
+@pytest.mark.slow
+def test_ssd_precision_quick_runs(tmp_path: Path) -> None:
+    """The zoo SSD, whole graph and cut, CPU and agreement (benchmarks/ssd_precision.py --quick)."""
+    need_installed("openvino", "pip install 'avdnn[openvino]'")
+    out = tmp_path / "precision.json"
+    proc = _quick("ssd_precision.py", out, timeout=600)
+    rows = {r["config"]: r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"whole_f32", "cut_f32"} and all(r["cpu_ms"] > 0 for r in rows.values())
+    assert rows["whole_f32"]["recall"] == 1.0
+    assert "| cut_f32 | f32 |" in proc.stdout
+
+
+@pytest.mark.slow
+def test_startup_quick_runs(tmp_path: Path) -> None:
+    """A cold and a warm 2-frame run of the zoo SSD (benchmarks/startup.py --quick)."""
+    need_installed("openvino", "pip install 'avdnn[openvino]'")
+    out = tmp_path / "startup.json"
+    proc = _quick("startup.py", out, timeout=600)
+    medians = json.loads(out.read_text())["medians"]
+    assert {"src|zoo default|cold|wall", "src|zoo default|warm|wall"} <= set(medians)
+    assert "| src | zoo default |" in proc.stdout
+
+
+def test_overhead_against_ffmpeg_quick_runs(tmp_path: Path) -> None:
+    """avdnn's and FFmpeg's per-frame CPU on a 720p identity (benchmarks/overhead_ffmpeg.py --quick)."""
+    out = tmp_path / "overhead.json"
+    proc = _quick("overhead_ffmpeg.py", out, "--only", "avdnn onnx,ffmpeg 9")
+    medians = json.loads(out.read_text())["medians"]
+    assert "avdnn onnx" in medians and all(v == v for v in medians.values())
+    assert "| avdnn onnx |" in proc.stdout

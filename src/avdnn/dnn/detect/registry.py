@@ -21,6 +21,7 @@ from avdnn.dnn.detect.keypoints import parse_movenet, parse_yolov8_pose
 from avdnn.dnn.detect.ocr import parse_dbnet
 from avdnn.dnn.detect.rotated import parse_yolo26, parse_yolov8_obb
 from avdnn.dnn.detect.segment import parse_semantic, parse_yolov8_seg
+from avdnn.dnn.detect.tf_ssd import parse_tf_ssd
 from avdnn.dnn.detect.yolo_modern import parse_yolov5, parse_yolov8, parse_yolox
 from avdnn.errors import InvalidArgumentError
 from avdnn.media.detections import Detections
@@ -87,6 +88,7 @@ for _row in (
     ("yolox", parse_yolox, "raw [1, N, 5+nc] with grids and strides 8/16/32; greedy NMS", False, False),
     ("detr", parse_detr, "boxes [1,Q,4] cxcywh + logits [1,Q,C] (DETR, RT-DETR, D-FINE, RF-DETR)", False, False),
     ("blazeface", parse_blazeface, "MediaPipe BlazeFace: regressors [1,N,16] + scores [1,N,1]", False, False),
+    ("tf_ssd", parse_tf_ssd, "TF OD API SSD cut before its postprocessor: encodings, logits, anchors", False, False),
     ("movenet", parse_movenet, "single pose [1,1,K,3] y,x,score normalised (MoveNet): keypoints", False, False),
     ("yolov8_pose", parse_yolov8_pose, "[1, 4+nc+3K, N] boxes and K keypoints (YOLOv8/11 -pose); NMS", False, False),
     ("yolov8_seg", parse_yolov8_seg, "[1, 4+nc+nm, N] + prototypes [1,nm,h,w] (YOLOv8/11 -seg): masks", False, False),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from avdnn._util.cores import usable_cores
+from avdnn.dnn.backends import cache
 from avdnn.dnn.backends._common import (
     SCALE_MEAN_OPTIONS,
     ErrorTable,
@@ -28,6 +29,8 @@ from avdnn.dnn.backends._common import (
     strip_port,
     tensor_scale,
 )
+from avdnn.dnn.backends.openvino import convert
+from avdnn.dnn.backends.openvino.folding import Folded, split
 from avdnn.dnn.interface import (
     DYNAMIC,
     BackendOption,
@@ -40,12 +43,13 @@ from avdnn.dnn.interface import (
 )
 from avdnn.errors import AvdnnError, ExternalError, InvalidArgumentError, InvalidDataError, NotSupportedError
 
-__all__ = ["OPTIONS", "CompiledModel", "compile_model", "ov_error"]
+__all__ = ["OPTIONS", "PRECISIONS", "CompiledModel", "compile_model", "inference_precision", "ov_error"]
 
 log = logging.getLogger("avdnn.dnn.openvino")
 
 _LAYOUTS = {"none": 0, "nchw": 1, "nhwc": 2}
-_PRECISIONS = {"f32": 0, "bf16": 1, "f16": 2}
+PRECISIONS = {"f32": 0, "bf16": 1, "f16": 2, "int8": 3, "auto": 4}
+_F32, _BF16, _F16, _INT8, _AUTO = range(5)
 _VIRTUAL_DEVICES = ("AUTO", "MULTI", "HETERO", "BATCH")
 _core: Any = None
 _core_lock = threading.Lock()
@@ -147,9 +151,10 @@ OPTIONS: tuple[BackendOption, ...] = (
         "int",
         0,
         0,
-        2,
-        "inference precision hint (avdnn; OpenVINO's CPU default is bf16 where the CPU has it)",
-        consts=_PRECISIONS,
+        4,
+        "inference precision: f32, bf16, f16, int8 (a quantized IR made by avdnn models quantize), "
+        "auto (the device's fastest float) (avdnn)",
+        consts=PRECISIONS,
     ),
     BackendOption(
         "streams",
@@ -171,18 +176,67 @@ class CompiledModel:
     io: ModelIO
     #: the model keeps a fixed batch of 1: a batch of several runs item by item
     item_by_item: bool
-    #: the model outputs returned, by index, in the order asked for
-    outputs: tuple[int, ...]
+    #: the outputs returned, in the order asked for: (False, i) output i of ``compiled``,
+    #: (True, i) output i of ``folded`` (evaluated once per input shape)
+    outputs: tuple[tuple[bool, int], ...]
+    folded: Folded | None = None
+    #: the inference precision the model was compiled with (f32, bf16, f16, int8)
+    precision: str = "f32"
+
+
+def _capabilities(core: Any, device: str) -> list[str]:
+    head = device.split(":")[0].split(".")[0]
+    if head in _VIRTUAL_DEVICES:
+        return []
+    try:
+        return [str(c) for c in core.get_property(device, "OPTIMIZATION_CAPABILITIES")]
+    except RuntimeError:
+        return []
+
+
+def inference_precision(core: Any, device: str, value: Any) -> tuple[str, bool]:
+    """(INFERENCE_PRECISION_HINT, int8 model) for the ``precision`` option on this device.
+
+    ``auto`` is the device's fastest float: bf16 where OpenVINO lists BF16 for it, f16 on a
+    non-CPU device listing FP16, else f32. ``int8`` runs the quantized IR with the rest at
+    ``auto``'s float. bf16/f16 on a device that does not list them is AVERROR(ENOSYS).
+    """
+    choice = _const(value, PRECISIONS, "precision")
+    caps = _capabilities(core, device)
+    if choice == _F32:
+        return "f32", False
+    if choice in (_BF16, _F16):
+        name, cap = ("bf16", "BF16") if choice == _BF16 else ("f16", "FP16")
+        if caps and cap not in caps:
+            raise NotSupportedError(
+                f"precision={name}: OpenVINO device {device} does not list {cap} "
+                f"(its capabilities: {', '.join(caps)}); use precision=auto or f32",
+                option="precision",
+            )
+        return name, False
+    fastest = "bf16" if "BF16" in caps else "f16" if "FP16" in caps and not device.startswith("CPU") else "f32"
+    return fastest, choice == _INT8
 
 
 def compile_model(config: ModelConfig) -> CompiledModel:
-    """Read, reshape, add pre/post-processing, compile; errors carry OpenVINO's message."""
+    """Read (through the model cache), cut, reshape, add pre/post-processing, compile."""
+    import openvino as ov
+
     check_model_file(config.path)
     core = _get_core()
     path = config.path
+    device = _device(config)
+    head = device.split(":")[0].split(".")[0]
+    if head not in _VIRTUAL_DEVICES and head not in {d.split(".")[0] for d in core.available_devices}:
+        raise NotSupportedError(
+            f"OpenVINO device '{device}' is not available (available: {', '.join(core.available_devices)})",
+            option="device",
+            file=path,
+        )
+    hint, int8 = inference_precision(core, device, config.options.get("precision", 0))
     with ov_error(f"model '{path}'", path):
         try:
-            model = core.read_model(path)
+            model = convert.read(core, config, int8=int8)
         except RuntimeError as exc:
             raise InvalidDataError(
                 f"OpenVINO cannot read model '{path}': {' '.join(str(exc).split())[:600]}", file=path
@@ -211,21 +265,29 @@ def compile_model(config: ModelConfig) -> CompiledModel:
         item_by_item = _reshape(model, index, config, layout_opt)
         model_layout = _layout(model.inputs[index], layout_opt)
         ppp_input = _preprocess(model, config, model_layout, scale, mean)
-    precision = _const(config.options.get("precision", 0), _PRECISIONS, "precision")
-    props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": ("f32", "bf16", "f16")[precision]}
+        values, shapes = split(outputs, model)
+        results = [o.get_node() for o in model.outputs]
+        folded_model = None
+        if shapes:
+            folded_model = ov.Model([results[i] for i in shapes], model.get_parameters(), "avdnn-shape-only")
+            model = ov.Model([results[i] for i in values], model.get_parameters(), model.get_friendly_name())
+            order = tuple((i in shapes, shapes.index(i) if i in shapes else values.index(i)) for i in outputs)
+        else:
+            order = tuple((False, i) for i in outputs)
+    props: dict[str, Any] = {"INFERENCE_PRECISION_HINT": hint}
+    blobs = cache.blob_dir()
+    if blobs is not None:
+        props["CACHE_DIR"] = str(blobs)
     props.update(_stream_props(int(config.options.get("streams", 0)), config.nireq))
-    device = _device(config)
-    head = device.split(":")[0].split(".")[0]
-    if head not in _VIRTUAL_DEVICES and head not in {d.split(".")[0] for d in core.available_devices}:
-        raise NotSupportedError(
-            f"OpenVINO device '{device}' is not available (available: {', '.join(core.available_devices)})",
-            option="device",
-            file=path,
-        )
     with ov_error(f"compiling '{path}' for {device}", path):
         compiled = core.compile_model(model, device, props)
-    io = _describe(compiled, config, outputs, model_layout, ppp_input)
-    return CompiledModel(compiled, io, item_by_item, tuple(outputs))
+        folded = None
+        if folded_model is not None:
+            exact = {"INFERENCE_PRECISION_HINT": "f32", **({"CACHE_DIR": str(blobs)} if blobs else {})}
+            folded = Folded(core.compile_model(folded_model, "CPU", exact))
+    ports = [(folded.compiled if f else compiled).outputs[i] for f, i in order] if folded else None
+    io = _describe(compiled, config, outputs, model_layout, ppp_input, ports)
+    return CompiledModel(compiled, io, item_by_item, order, folded, "int8" if int8 else hint)
 
 
 def _select_outputs(model: Any, config: ModelConfig) -> list[int]:
@@ -318,7 +380,9 @@ def _preprocess(model: Any, config: ModelConfig, layout: DNNLayout, scale: float
     return True
 
 
-def _describe(compiled: Any, config: ModelConfig, outputs: list[int], layout: DNNLayout, ppp: bool) -> ModelIO:
+def _describe(
+    compiled: Any, config: ModelConfig, outputs: list[int], layout: DNNLayout, ppp: bool, ports: list[Any] | None
+) -> ModelIO:
     port = compiled.inputs[0]
     dims = _dims(port.get_partial_shape())
     etype = port.get_element_type().to_dtype() if port.get_element_type().is_static() else None
@@ -333,8 +397,8 @@ def _describe(compiled: Any, config: ModelConfig, outputs: list[int], layout: DN
         TensorInfo(name, dims, dtype, port.get_element_type().get_type_name(), in_layout, order, tensor_scale(dtype))
     ]
     outs = []
-    for i in outputs:
-        o = compiled.outputs[i]
+    for k, i in enumerate(outputs):
+        o = ports[k] if ports is not None else compiled.outputs[i]
         odims = _dims(o.get_partial_shape())
         odt = data_type(o.get_element_type().to_dtype()) if o.get_element_type().is_static() else None
         oname = o.get_any_name() if o.get_names() else f"output{i}"

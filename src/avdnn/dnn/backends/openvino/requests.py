@@ -45,7 +45,10 @@ class OpenVINOBackend:
         self.config = config
         self._compiled = model.compiled
         self._io = model.io
-        self._indices = model.outputs
+        self._order = model.outputs
+        self._folded = model.folded
+        #: the precision it was compiled with (f32, bf16, f16, int8), for messages and benchmarks
+        self.precision = model.precision
         self._item_by_item = model.item_by_item
         self._in_shape = model.compiled.inputs[0].get_partial_shape()
         self._pool: Pool[Any] = Pool(model.compiled.create_infer_request)
@@ -73,14 +76,24 @@ class OpenVINOBackend:
                 f"input {list(batch.shape)} does not fit the model input {self._in_shape}", file=self.config.path
             )
 
-    def _outputs(self, req: Any) -> list[np.ndarray]:
-        return [np.array(req.get_output_tensor(i).data, copy=True) for i in self._indices]
+    def _shape_only(self, batch: np.ndarray) -> list[np.ndarray]:
+        """The outputs that follow the input's shape only (:mod:`.folding`), for this batch."""
+        if self._folded is None:
+            return []
+        with ov_error(f"inference with '{self.config.path}'", self.config.path):
+            return self._folded.values(batch)
+
+    def _outputs(self, req: Any, shaped: list[np.ndarray]) -> list[np.ndarray]:
+        return [
+            shaped[i] if folded else np.array(req.get_output_tensor(i).data, copy=True) for folded, i in self._order
+        ]
 
     def _run_one(self, batch: np.ndarray) -> list[np.ndarray]:
+        shaped = self._shape_only(batch)
         with self._pool.use() as req, ov_error(f"inference with '{self.config.path}'", self.config.path):
             self._refuse_if_cancelled()
             req.infer({0: batch}, share_inputs=True)
-            return self._outputs(req)
+            return self._outputs(req, shaped)
 
     def _refuse_if_cancelled(self) -> None:
         if self._cancelled:
@@ -107,22 +120,23 @@ class OpenVINOBackend:
             threading.Thread(target=run_and_report, args=(self.run, batch, done), daemon=True).start()
             return
         self._check(batch)
+        shaped = self._shape_only(batch)
         job = OnceDone(done)
         req = self._pool.take()
         try:
             with self._lock, ov_error(f"starting inference with '{self.config.path}'", self.config.path):
                 self._refuse_if_cancelled()  # under the lock: cancel() sees every started request
-                req.set_callback(self._callback, (req, job))
+                req.set_callback(self._callback, (req, job, shaped))
                 req.start_async({0: batch}, share_inputs=True)
         except BaseException:
             self._pool.give(req)
             raise
         self._watch_request(req, job)
 
-    def _callback(self, userdata: tuple[Any, OnceDone]) -> None:
-        req, job = userdata
+    def _callback(self, userdata: tuple[Any, OnceDone, list[np.ndarray]]) -> None:
+        req, job, shaped = userdata
         try:
-            outputs = self._outputs(req)
+            outputs = self._outputs(req, shaped)
         except BaseException as exc:  # noqa: BLE001 - reported to the engine, never lost on OpenVINO's thread
             job.finish(None, exc)
         else:
@@ -159,3 +173,4 @@ class OpenVINOBackend:
             watcher.join(timeout=10.0)
         self._pool.clear()
         self._compiled = None
+        self._folded = None
