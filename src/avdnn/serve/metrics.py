@@ -161,7 +161,7 @@ class ServiceCollector(Collector):
                     counts = served.preview.counts()
                     preview.add_metric([*ids, "sent"], counts["sent"])
                     preview.add_metric([*ids, "skipped"], counts["skipped"])
-            for report in p.outputs.instances():
+            for _node, report in p.instances():
                 ids = [p.id, report.name]
                 cumulative = report.run_times.cumulative()
                 inference.add_metric(

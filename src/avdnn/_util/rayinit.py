@@ -1,0 +1,58 @@
+"""Ray, imported and joined the way a cluster on loopback needs (``avdnn batch``, ``avdnn serve --ray``).
+
+A node started with ``--node-ip-address 127.0.0.1`` (every node of a test cluster, or a one-machine
+cluster kept off the network) listens on loopback only. A driver that joins it must say it is on
+127.0.0.1 too: otherwise Ray takes the machine's own address for the driver (on Linux, unless
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` is set when Ray is first imported) and waits for the
+cluster there, where nothing listens, until it gives up a minute later. So for an address on
+loopback, that switch is set before Ray is imported (when it is not yet), and the driver's
+``_node_ip_address`` is 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from typing import Any
+
+from avdnn.errors import BackendUnavailableError
+
+__all__ = ["import_ray", "is_loopback", "join_options"]
+
+#: Ray's switch, read once when Ray is imported: 0 lets a local driver's address be 127.0.0.1
+_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def is_loopback(address: str | None) -> bool:
+    """Whether a Ray address (``HOST:PORT``, ``ray://HOST:PORT``, ``auto``: ``RAY_ADDRESS``) is on loopback."""
+    if address in (None, "auto"):
+        address = os.environ.get("RAY_ADDRESS")
+    if not address or address in ("auto", "local"):
+        return False
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def import_ray(*, loopback: bool = False, hint: str = "pip install 'avdnn[ray]'") -> Any:
+    """Ray, or :class:`~avdnn.errors.BackendUnavailableError` with ``hint``.
+
+    ``loopback``: this process starts or joins a node on 127.0.0.1 (see the module docstring);
+    a Ray imported earlier keeps the setting it was imported with."""
+    if loopback and "ray" not in sys.modules:
+        os.environ.setdefault(_SWITCH, "0")
+    try:
+        import ray
+    except ImportError as exc:
+        raise BackendUnavailableError(f"this needs Ray, which is not installed: {hint}") from exc
+    return ray
+
+
+def join_options(address: str | None) -> dict[str, Any]:
+    """``ray.init`` keywords a driver joining ``address`` needs: its own address on loopback."""
+    return {"_node_ip_address": "127.0.0.1"} if is_loopback(address) else {}
