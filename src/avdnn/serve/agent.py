@@ -15,14 +15,25 @@ source a second time.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from avdnn import api
 from avdnn.serve.accounting import Totals
+from avdnn.serve.config import ServeConfig
 from avdnn.serve.errors import ConflictError, UnavailableError
 
-__all__ = ["LOCAL", "Agent", "AgentUnavailableError", "NodeView", "Placement", "SourceView", "StaleEpochError"]
+__all__ = [
+    "LOCAL",
+    "Agent",
+    "AgentUnavailableError",
+    "NodeView",
+    "Placement",
+    "SourceView",
+    "StaleEpochError",
+    "settings_digest",
+]
 
 #: the node id of the service's own process (no ``--ray``)
 LOCAL = "local"
@@ -94,6 +105,13 @@ class NodeView:
     dropped: int = 0
     #: runs stopped but still blocked in their input
     left_behind: int = 0
+    #: a digest of the settings the agent runs its sources with (:func:`settings_digest`)
+    settings: str = ""
+
+
+def settings_digest(config: ServeConfig) -> str:
+    """A digest of the settings an agent is given: a head tells an agent started by another from its own."""
+    return hashlib.sha256(repr(config).encode()).hexdigest()[:16]
 
 
 class Agent(Protocol):

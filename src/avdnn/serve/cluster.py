@@ -30,7 +30,7 @@ from typing import Any
 from avdnn import api
 from avdnn._util.rayinit import import_ray, is_loopback, join_options
 from avdnn.errors import AvdnnError, from_errno
-from avdnn.serve.agent import AgentUnavailableError, NodeView, Placement, SourceView
+from avdnn.serve.agent import AgentUnavailableError, NodeView, Placement, SourceView, settings_digest
 from avdnn.serve.config import ServeConfig
 from avdnn.serve.nodes import PULL
 from avdnn.serve.placement import NodeInfo
@@ -165,6 +165,7 @@ class RayNodes:
         self.lost = 0
         #: what every agent is given: the service's settings without its token, state or pipelines
         self._agent_config = dataclasses.replace(config, token=None, no_auth=False, state=None, pipelines=[], ray=None)
+        self._settings = settings_digest(self._agent_config)
 
     def _joined(self) -> Any:
         if self._ray is None:
@@ -236,6 +237,9 @@ class RayNodes:
                 view: NodeView = agent._call(ref, 0)
             except AgentUnavailableError as exc:
                 out[node] = exc
+                continue
+            if view.settings != self._settings:  # an agent another head started: given ours first
+                agent.handle.configure.remote(self._agent_config)
                 continue
             agent.update(view)
             self.relayed += len(view.events)

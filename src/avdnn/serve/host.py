@@ -27,7 +27,16 @@ from typing import Any
 
 from avdnn import api
 from avdnn.serve.accounting import Totals
-from avdnn.serve.agent import LOCAL, Agent, AgentUnavailableError, NodeView, Placement, SourceView, StaleEpochError
+from avdnn.serve.agent import (
+    LOCAL,
+    Agent,
+    AgentUnavailableError,
+    NodeView,
+    Placement,
+    SourceView,
+    StaleEpochError,
+    settings_digest,
+)
 from avdnn.serve.config import ServeConfig
 from avdnn.serve.confine import confine, confinement
 from avdnn.serve.errors import UnavailableError
@@ -69,6 +78,7 @@ class LocalAgent:
         self.incarnation = uuid.uuid4().hex
         self._config = config
         self._policy = confinement(config)
+        self._settings = settings_digest(config)
         self._lock = threading.Lock()
         self._sets: dict[str, api.OutputSet] = {}
         self._hosted: dict[tuple[str, str], _Hosted] = {}
@@ -87,6 +97,13 @@ class LocalAgent:
     def start(self) -> None:
         self._watchdog.start()
         self._sampler.start()
+
+    def configure(self, config: ServeConfig) -> None:
+        """The settings of the sources placed from now on (a head that found this agent running,
+        started by another); the sources running keep theirs, and its timers keep their periods."""
+        policy = confinement(config)  # a media root that is no folder on this node: refused here
+        with self._lock:
+            self._config, self._policy, self._settings = config, policy, settings_digest(config)
 
     def close(self, timeout: float) -> None:
         """Stop every run here (outputs finished) within ``timeout``, then its threads."""
@@ -125,11 +142,11 @@ class LocalAgent:
                 outputs = self._sets[placement.pipeline] = api.OutputSet()
         if older is not None:  # an earlier placement of it still here: it never runs twice
             self._stop(key, older, self._config.stop_timeout)
-        job, first = placement.job, placement.runs_before
+        job, first, policy = placement.job, placement.runs_before, self._policy
         served = ServedSource(
             placement.source,
             placement.url,
-            lambda k: segment(confine(job, self._policy), first + k),
+            lambda k: segment(confine(job, policy), first + k),
             outputs=outputs,
             config=self._config,
             watchdog=self._watchdog,
@@ -224,6 +241,7 @@ class LocalAgent:
             published=published,
             dropped=dropped,
             left_behind=left,
+            settings=self._settings,
         )
 
     def event_counts(self) -> tuple[int, int]:

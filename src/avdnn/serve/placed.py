@@ -7,13 +7,14 @@ the API shows of a source is its agent's view with what only the head knows: the
 earlier placements added to its accounting (a move never loses the counts of the runs before it),
 the outputs it wrote there, its ``node``, its ``moves`` and the seconds they cost it
 (``move_gap_seconds``: from the moment its node was lost, or it was stopped to move, to the first
-frame on the next node), and its previews' counts. A source whose node was lost shows ``offline``
-with the cause until it runs elsewhere.
+frame on the next node; both in its totals, so a departed source keeps them), and its previews'
+counts. A source whose node was lost shows ``offline`` with the cause until it runs elsewhere.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 import time
 from collections.abc import Callable
@@ -66,12 +67,10 @@ class PlacedSource:
         #: where it runs: the node and its placement's epoch (None/0: not placed yet)
         self.node: str | None = None
         self.epoch = 0
-        #: the totals and outputs of its earlier placements (it moved)
+        #: the totals and outputs of its earlier placements (it moved), its moves and their gaps
         self.carried = Totals()
         self._outputs_before: list[str] = []
         self._outputs_total_before = 0
-        self.moves = 0
-        self.move_gap = 0.0
         self._gap_from: float | None = None
         #: (since, why): its node was lost and it waits to run elsewhere
         self.lost: tuple[float, str] | None = None
@@ -104,7 +103,7 @@ class PlacedSource:
     def moved(self) -> None:
         """It was placed again after :meth:`leave`: one more move."""
         with self._lock:
-            self.moves += 1
+            self.carried.moves += 1
             self.lost = None
 
     def observe(self, view: SourceView) -> None:
@@ -114,7 +113,7 @@ class PlacedSource:
                 return
             self._last = view
             if self._gap_from is not None and view.status.get("frames", {}).get("written", 0) > 0:
-                self.move_gap += max(0.0, time.monotonic() - self._gap_from)
+                self.carried.move_gap += max(0.0, time.monotonic() - self._gap_from)
                 self._gap_from = None
 
     # -- what it shows ------------------------------------------------------------------------
@@ -136,9 +135,9 @@ class PlacedSource:
         """The source as the API shows it (:meth:`ServedSource.status` across its placements)."""
         view = self._current()
         with self._lock:
-            carried = self.carried if self.carried.runs else None
+            carried = copy.deepcopy(self.carried) if self.carried != Totals() else None
             before, total_before = list(self._outputs_before), self._outputs_total_before
-            moves, gap, lost, node = self.moves, self.move_gap, self.lost, self.node
+            lost, node = self.lost, self.node
         row = dict(view.status) if view is not None else self._empty()
         if carried is not None:
             totals = _sum(carried, view.totals if view is not None else None)
@@ -149,8 +148,6 @@ class PlacedSource:
             row["state"], row["cause"], row["fps"] = "offline", lost[1], 0.0
         row["preview"] = self.preview.counts()
         row["node"] = node
-        row["moves"] = moves
-        row["move_gap_seconds"] = round(gap, 3)
         return row
 
     def _empty(self) -> dict[str, Any]:
@@ -173,7 +170,7 @@ class PlacedSource:
         """Every run's counts, on every node it ran on."""
         view = self._current()
         with self._lock:
-            if not self.carried.runs:
+            if self.carried == Totals():
                 return view.totals if view is not None else Totals()
             return _sum(self.carried, view.totals if view is not None else None)
 

@@ -15,6 +15,7 @@ placement.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from typing import Any
@@ -64,9 +65,12 @@ class AgentActor:
         self.agent = LocalAgent(node, config, self._relay.put)
         self.agent.start()
 
-    def ping(self) -> str:
-        """Its incarnation (answers once it is up)."""
-        return self.agent.incarnation
+    def ping(self) -> tuple[str, int]:
+        """Its incarnation and its process id (answers once it is up)."""
+        return self.agent.incarnation, os.getpid()
+
+    def configure(self, config: ServeConfig) -> None:
+        self.agent.configure(config)
 
     def view(self, after: int, incarnation: str | None) -> NodeView:
         """Everything it hosts, with its events after ``after`` (all of them when the head knew
