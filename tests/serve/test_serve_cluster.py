@@ -29,21 +29,23 @@ from test_serve_process import Process
 
 import avdnn
 from avdnn import api
+from avdnn.serve.agent import Placement, StaleEpochError
+from avdnn.serve.cluster import NAMESPACE, RemoteAgent, agent_name
+from avdnn.serve.confine import ForbiddenError
 
 # a driver in this process joins a loopback cluster from 127.0.0.1 (see avdnn/_util/rayinit.py)
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = need_module("ray", "the cluster tests need Ray: pip install 'avdnn[ray]'", kind="ray")
 
-from avdnn.serve.agent import Placement, StaleEpochError  # noqa: E402 - after the skip
-from avdnn.serve.cluster import NAMESPACE, RemoteAgent, agent_name  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
 SRC = str(Path(avdnn.__file__).resolve().parents[1])
 LAVFI = ["-f", "lavfi", "-re"]
 TESTSRC = "testsrc2=size=64x48:rate=10"
 OUTPUT = ["-c:v", "mpeg4", "{source}.mkv"]
-#: seconds after which a node whose agent does not answer is lost: short, so a test waits little
-FAILOVER = 6.0
+#: a lost node's sources run elsewhere within this (an agent silent for half of it is lost): short,
+#: so a test waits little, and long enough that a busy machine's slow answer is no loss
+FAILOVER = 10.0
 #: a wait long enough for a node's agent to start (a worker process importing avdnn) on a busy machine
 SLOW = 2 * DEADLINE
 
@@ -299,10 +301,26 @@ def test_a_partitioned_agent_has_its_run_stopped_when_it_answers_again(head: Any
     stale = Placement("cut", "a", TESTSRC, api.Job(TESTSRC, output="a.mkv", input_format="lavfi"), epoch=1)
     with pytest.raises(StaleEpochError, match="is stale"):
         agent.place(stale)  # a placement older than one it has seen: refused, nothing runs
+    # a job that reaches an agent is confined there again, against the node's own media root
+    outside = Placement("cut", "z", TESTSRC, api.Job(TESTSRC, output="/etc/z.mkv", input_format="lavfi"), epoch=10**9)
+    with pytest.raises(ForbiddenError, match="outside the media root"):
+        agent.place(outside)
+    assert ray.get(agent.handle.view.remote(0, None)).sources == []
+
+    # the agent holding it now dies: Ray starts it again on its node, empty; the source runs again
+    now = source(served.status("cut"), "a")["node"]
+    _, pid = ray.get(ray.get_actor(agent_name(now), namespace=NAMESPACE).ping.remote(), timeout=DEADLINE)
+    os.kill(pid, signal.SIGKILL)
+    wait_for(
+        "a running again after its agent died",
+        lambda: (s := _all_running(served, "cut", written=0)) and source(s, "a")["moves"] == 2,
+        deadline=SLOW,
+    )
+    wait_for("the dead agent restarted by Ray", lambda: _up(served, 3), deadline=SLOW)
     final = served.client.delete("/api/pipelines/cut").json()
     (row,) = final["sources"]
     _balanced(row)
-    assert row["moves"] == 1 and row["node"] != node
+    assert row["moves"] == 2 and row["runs"] == 3
 
 
 def test_every_nodes_events_and_previews_come_through_the_head(head: Any, detector: str, keepalive: float) -> None:
@@ -335,12 +353,18 @@ def test_every_nodes_events_and_previews_come_through_the_head(head: Any, detect
         wait_for("both end events", lambda: {e["data"]["source"] for e in ends()} == {"a", "b"})
         got = list(every.events)
 
+    seen: list[Any] = []
+
     def counted() -> dict[Any, float] | None:
         values = metric_values(served.client.get("/metrics").text)
+        seen[:] = [v for k, v in values.items() if k[0].startswith("avdnn_events_")]
         listener = values[("avdnn_events_published_total", (("sink", "listener"),))]
         return values if listener == len(got) else None
 
-    values = wait_for("every event counted", counted)
+    try:
+        values = wait_for("every event counted", counted)
+    except AssertionError:
+        raise AssertionError(f"{len(got)} events came; /metrics: {seen}") from None
     assert values[("avdnn_events_published_total", (("sink", "relay"),))] == len(got)
     assert values[("avdnn_events_dropped_total", (("sink", "relay"),))] == 0
     assert values[("avdnn_events_dropped_total", (("sink", "listener"),))] == 0

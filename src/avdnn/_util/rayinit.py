@@ -1,12 +1,13 @@
 """Ray, imported and joined the way a cluster on loopback needs (``avdnn batch``, ``avdnn serve --ray``).
 
-A node started with ``--node-ip-address 127.0.0.1`` (every node of a test cluster, or a one-machine
-cluster kept off the network) listens on loopback only. A driver that joins it must say it is on
-127.0.0.1 too: otherwise Ray takes the machine's own address for the driver (on Linux, unless
-``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` is set when Ray is first imported) and waits for the
-cluster there, where nothing listens, until it gives up a minute later. So for an address on
-loopback, that switch is set before Ray is imported (when it is not yet), and the driver's
-``_node_ip_address`` is 127.0.0.1.
+A node started on 127.0.0.1 (``ray.cluster_utils.Cluster`` with ``node_ip_address="127.0.0.1"``: a
+test cluster, or a one-machine cluster kept off the network) listens on loopback only. A driver of
+its own process joining it looks for its machine's node at the machine's own address (on Linux,
+unless ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` is set when Ray is first imported), where that node
+does not listen, and gives up a minute later. So for an address on loopback that switch is set
+before Ray is imported (when it is not yet). The driver's ``_node_ip_address`` is left alone:
+127.0.0.1 there would miss a node that ``ray start --node-ip-address 127.0.0.1`` registered at the
+machine's address (as it does while the switch is on).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from avdnn.errors import BackendUnavailableError
 
-__all__ = ["import_ray", "is_loopback", "join_options"]
+__all__ = ["import_ray", "is_loopback"]
 
 #: Ray's switch, read once when Ray is imported: 0 lets a local driver's address be 127.0.0.1
 _SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -51,8 +52,3 @@ def import_ray(*, loopback: bool = False, hint: str = "pip install 'avdnn[ray]'"
     except ImportError as exc:
         raise BackendUnavailableError(f"this needs Ray, which is not installed: {hint}") from exc
     return ray
-
-
-def join_options(address: str | None) -> dict[str, Any]:
-    """``ray.init`` keywords a driver joining ``address`` needs: its own address on loopback."""
-    return {"_node_ip_address": "127.0.0.1"} if is_loopback(address) else {}

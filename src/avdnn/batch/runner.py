@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from avdnn._util import rayinit
 from avdnn.batch import files, ledger
 from avdnn.batch.driver import Corpus, Driver, last_line
 from avdnn.batch.plan import FileTask, expand_inputs, job_hash, plan
@@ -165,20 +166,15 @@ def _probe(address: str) -> None:
 def import_ray(*, loopback: bool = False) -> Any:
     """Ray, or the install hint.
 
-    ``loopback``: a local node started by this process binds its servers to 127.0.0.1 only.
-    Ray does that only when the node's address is 127.0.0.1, which it picks for a local node
-    only with this switch off (read once, when Ray is first imported; its default on Linux is
-    on). A Ray imported earlier by the caller keeps the caller's setting.
+    ``loopback``: a local node started by this process, or the cluster it joins, is on 127.0.0.1
+    (:mod:`avdnn._util.rayinit`). A Ray imported earlier by the caller keeps the caller's setting.
     """
-    if loopback and "ray" not in sys.modules:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
-        import ray
-    except ImportError as exc:
+        return rayinit.import_ray(loopback=loopback)
+    except BackendUnavailableError as exc:
         raise BackendUnavailableError(
             "avdnn batch runs on Ray, which is not installed: pip install 'avdnn[ray]'"
-        ) from exc
-    return ray
+        ) from exc.__cause__
 
 
 @contextlib.contextmanager
@@ -187,7 +183,7 @@ def _ray(address: str | None, workers: int, num_cpus: float, num_gpus: float) ->
 
     A Ray already initialised in this process (a test, a notebook) is used as it is.
     """
-    ray = import_ray(loopback=address is None)
+    ray = import_ray(loopback=address is None or rayinit.is_loopback(address))
     if ray.is_initialized():
         yield
         return

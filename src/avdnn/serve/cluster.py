@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from avdnn import api
-from avdnn._util.rayinit import import_ray, is_loopback, join_options
+from avdnn._util.rayinit import import_ray, is_loopback
 from avdnn.errors import AvdnnError, from_errno
 from avdnn.serve.agent import AgentUnavailableError, NodeView, Placement, SourceView, settings_digest
 from avdnn.serve.config import ServeConfig
@@ -179,7 +179,6 @@ class RayNodes:
                         include_dashboard=False,
                         logging_level=logging.ERROR,
                         log_to_driver=False,
-                        **join_options(address),
                     )
                 except ConnectionError as exc:  # what ray.init raises when it finds no cluster there
                     raise from_errno(errno.ECONNREFUSED, f"cannot join the Ray cluster at '{address}': {exc}") from exc

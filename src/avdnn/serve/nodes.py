@@ -98,6 +98,8 @@ class Nodes:
         self._next_discover = 0.0
         self._monitor = Watchdog(PULL, self._tick, name="avdnn-serve-nodes")
         self._moving = threading.Lock()
+        #: (published, dropped) of the agents' incarnations that are over
+        self._retired = (0, 0)
         #: set once the service has restored its pipelines: runs no placement claims are stopped after
         self.ready = False
         #: told the pipeline id whose placements changed (the service keeps them in --state)
@@ -195,9 +197,17 @@ class Nodes:
             except AgentUnavailableError:
                 continue
 
-    def _agents(self) -> list[Agent]:
+    def _agents(self, *, lost: bool = False) -> list[Agent]:
+        """The agents of the nodes up (``lost``: of those lost too, as last seen)."""
         with self._lock:
-            return [n.agent for n in self._nodes.values() if n.agent is not None and n.lost is None]
+            return [n.agent for n in self._nodes.values() if n.agent is not None and (lost or n.lost is None)]
+
+    def _retire(self, view: NodeView | None) -> None:
+        """An agent's incarnation is over (restarted, or its node forgotten): its counts are kept."""
+        if view is not None:
+            with self._lock:
+                sent, lost = self._retired
+                self._retired = (sent + view.published, lost + view.dropped)
 
     # -- what they show ---------------------------------------------------------------------
 
@@ -209,9 +219,11 @@ class Nodes:
         return sum(agent.left_behind() for agent in self._agents())
 
     def event_counts(self) -> Iterable[tuple[str, int, int]]:
-        """``listener``: the events every node's runs gave; then the node source's own sinks."""
-        sent = lost = 0
-        for agent in self._agents():
+        """``listener``: the events every node's runs gave (a node lost or an agent restarted: as
+        last seen, so the counts never go back); then the node source's own sinks."""
+        with self._lock:
+            sent, lost = self._retired
+        for agent in self._agents(lost=True):
             published, dropped = agent.event_counts()
             sent, lost = sent + published, lost + dropped
         return [("listener", sent, lost), *self._source.event_counts()]
@@ -278,8 +290,9 @@ class Nodes:
                     log.warning("avdnn serve: node %s: no agent: %s", info.id, exc.oneline())
         with self._lock:
             dead = [k for k, n in self._nodes.items() if not n.info.alive]
-            for k in dead[:-KEEP_DEAD] if len(dead) > KEEP_DEAD else []:
-                del self._nodes[k]
+            gone = [self._nodes.pop(k) for k in (dead[:-KEEP_DEAD] if len(dead) > KEEP_DEAD else [])]
+        for n in gone:
+            self._retire(n.view)
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -313,6 +326,7 @@ class Nodes:
                 log.warning("avdnn serve: node %s answers again", node)
                 n.lost = None
             if before is not None and before.incarnation != got.incarnation:
+                self._retire(before)
                 self._lose_sources(node, "its agent was restarted", keep=got)
             for _, pid, sid, record in got.events:
                 self._publish(pid, sid, record)
