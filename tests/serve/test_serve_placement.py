@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_util import wait_for
+from serve_util import free_port, wait_for
+from spine_util import need_installed, run_cli_subprocess
 
 from avdnn import api
 from avdnn.cli.serve import jobs_from_argv
@@ -136,3 +137,10 @@ def test_one_node_without_ray_listed_and_a_resource_it_lacks_refused(serve: Any,
     drained = served.client.post(f"/api/nodes/{LOCAL}/drain").json()  # nowhere to go: it runs on
     assert drained["moved"] == [] and [r["source"] for r in drained["left"]] == ["a"]
     assert served.status("p")["sources"][0]["moves"] == 0
+
+
+def test_a_cluster_that_is_not_there_is_one_line_before_anything_serves() -> None:
+    need_installed("ray", "avdnn serve --ray needs Ray: pip install 'avdnn[ray]'", kind="ray")
+    res = run_cli_subprocess(["serve", "--ray", f"127.0.0.1:{free_port()}", "--port", str(free_port())])
+    assert res.rc != 0 and res.err.strip().endswith("Connection refused"), res.err
+    assert "cannot reach the Ray cluster at '127.0.0.1:" in res.err and "Traceback" not in res.err

@@ -12,14 +12,16 @@ machine's address (as it does while the switch is on).
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
+import socket
 import sys
 from typing import Any
 
-from avdnn.errors import BackendUnavailableError
+from avdnn.errors import BackendUnavailableError, InvalidArgumentError, from_errno
 
-__all__ = ["import_ray", "is_loopback"]
+__all__ = ["import_ray", "is_loopback", "probe"]
 
 #: Ray's switch, read once when Ray is imported: 0 lets a local driver's address be 127.0.0.1
 _SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -52,3 +54,19 @@ def import_ray(*, loopback: bool = False, hint: str = "pip install 'avdnn[ray]'"
     except ImportError as exc:
         raise BackendUnavailableError(f"this needs Ray, which is not installed: {hint}") from exc
     return ray
+
+
+def probe(address: str) -> None:
+    """Fail at once, with the socket's errno, when nothing listens at HOST:PORT (Ray itself retries
+    a dead address for minutes)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise InvalidArgumentError(f"Ray address '{address}' is not auto or HOST:PORT", option="address")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except TimeoutError as exc:
+        raise from_errno(errno.ETIMEDOUT, f"cannot reach the Ray cluster at '{address}': timed out") from exc
+    except OSError as exc:
+        raise from_errno(
+            exc.errno or errno.ECONNREFUSED, f"cannot reach the Ray cluster at '{address}': {exc.strerror or exc}"
+        ) from exc

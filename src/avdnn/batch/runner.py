@@ -15,7 +15,6 @@ import errno
 import logging
 import math
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -148,21 +147,6 @@ def _worker_threads(run_options: dict[str, Any], num_cpus: float) -> dict[str, A
     return {**run_options, "source_options": source}
 
 
-def _probe(address: str) -> None:
-    """Fail at once, with the socket's errno, when nothing listens at HOST:PORT."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise InvalidArgumentError(f"Ray address '{address}' is not auto or HOST:PORT", option="address")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
-    except TimeoutError as exc:
-        raise from_errno(errno.ETIMEDOUT, f"cannot reach the Ray cluster at '{address}': timed out") from exc
-    except OSError as exc:
-        raise from_errno(
-            exc.errno or errno.ECONNREFUSED, f"cannot reach the Ray cluster at '{address}': {exc.strerror or exc}"
-        ) from exc
-
-
 def import_ray(*, loopback: bool = False) -> Any:
     """Ray, or the install hint.
 
@@ -190,7 +174,7 @@ def _ray(address: str | None, workers: int, num_cpus: float, num_gpus: float) ->
     quiet = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
     if address is not None:
         if address != "auto" and "://" not in address:
-            _probe(address)  # Ray itself retries a dead address for many minutes
+            rayinit.probe(address)  # Ray itself retries a dead address for many minutes
         try:
             ray.init(address=address, **quiet)
         except ConnectionError as exc:  # what ray.init raises when it finds no cluster or cannot join it

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from avdnn import api
-from avdnn._util.rayinit import import_ray, is_loopback
+from avdnn._util.rayinit import import_ray, is_loopback, probe
 from avdnn.errors import AvdnnError, from_errno
 from avdnn.serve.agent import AgentUnavailableError, NodeView, Placement, SourceView, settings_digest
 from avdnn.serve.config import ServeConfig
@@ -167,11 +167,17 @@ class RayNodes:
         self._agent_config = dataclasses.replace(config, token=None, no_auth=False, state=None, pipelines=[], ray=None)
         self._settings = settings_digest(self._agent_config)
 
+    def join(self) -> None:
+        """Join the cluster now (an address where nothing listens fails at once, before serving)."""
+        self._joined()
+
     def _joined(self) -> Any:
         if self._ray is None:
             address = self._config.ray
             ray = import_ray(loopback=is_loopback(address), hint=_HINT)
             if not ray.is_initialized():
+                if address is not None and address != "auto" and "://" not in address:
+                    probe(address)
                 try:
                     ray.init(
                         address=address,
@@ -181,7 +187,10 @@ class RayNodes:
                         log_to_driver=False,
                     )
                 except ConnectionError as exc:  # what ray.init raises when it finds no cluster there
-                    raise from_errno(errno.ECONNREFUSED, f"cannot join the Ray cluster at '{address}': {exc}") from exc
+                    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+                    raise from_errno(
+                        errno.ECONNREFUSED, f"cannot join the Ray cluster at '{address}': {lines[-1] if lines else exc}"
+                    ) from exc
                 self._owned = True
             self._ray = ray
         return self._ray

@@ -317,6 +317,9 @@ class LocalNodes:
         self.agent: LocalAgent | None = None
         self._info = NodeInfo(LOCAL, config.host, True, local_resources())
 
+    def join(self) -> None:
+        """Nothing to join: the node is this process."""
+
     def discover(self) -> list[NodeInfo]:
         return [self._info]
 

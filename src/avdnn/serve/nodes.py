@@ -52,6 +52,10 @@ class NodeSource(Protocol):
     """Where the nodes and their agents come from: this process (:class:`~avdnn.serve.host.LocalAgent`),
     or a Ray cluster (:mod:`avdnn.serve.cluster`)."""
 
+    def join(self) -> None:
+        """Reach the nodes (raises avdnn's error when they cannot be)."""
+        ...
+
     def discover(self) -> list[NodeInfo]:
         """The nodes now (those that left: ``alive`` False)."""
         ...
@@ -120,7 +124,13 @@ class Nodes:
             time.sleep(PULL / 5)  # the agents' first answers: nothing to wait on across processes
         self._monitor.start()
 
+    def join(self) -> None:
+        """Reach the nodes now, before the service serves (a cluster that is not there: its error)."""
+        self._source.join()
+
     def close(self, *, keep: bool) -> None:
+        """Stop the monitor, then the agents (``keep``: leave them and their runs to the next head)."""
+        self.ready = False
         self._monitor.stop()
         self._source.close(keep=keep, timeout=self._config.stop_timeout)
 

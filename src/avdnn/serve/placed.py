@@ -218,9 +218,10 @@ class PlacedSource:
         True when its run has ended within ``timeout`` seconds (its output finished)."""
         with self._lock:
             self.removing = True
-            node, epoch = self.node, self.epoch
+            node, epoch, lost = self.node, self.epoch, self.lost
         self.preview.closed.set()
-        agent = self._agents.agent(node) if node is not None and epoch else None
+        # a node lost may never answer: its run is stopped by the head when it does (no longer placed)
+        agent = self._agents.agent(node) if node is not None and epoch and lost is None else None
         final = None
         with contextlib.suppress(AgentUnavailableError):  # its node is gone or cut off: its last view is all
             final = agent.unplace(self.pipeline, self.id, epoch, timeout) if agent is not None else None

@@ -179,6 +179,8 @@ class Service:
             self.ready = False
             pipelines = list(self._pipelines.values())
         keep = self._keeps()
+        if keep:  # the monitor first: it never takes a run it no longer sees placed for a stale one
+            self.nodes.close(keep=True)
         bound = self.config.stop_timeout if timeout is None else timeout
         threads = [
             threading.Thread(target=p.release if keep else p.stop, args=() if keep else (bound,), daemon=True)
@@ -188,7 +190,8 @@ class Service:
             t.start()
         for t in threads:
             t.join(bound + 2)
-        self.nodes.close(keep=keep)
+        if not keep:
+            self.nodes.close(keep=False)
         if keep:
             log.info("avdnn serve: %d pipeline(s) left running on the cluster for the next head", len(pipelines))
         else:
