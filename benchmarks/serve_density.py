@@ -26,6 +26,13 @@ ramp goes on while either variant holds. A process's status line does not count 
 ``fps`` or ``framestep`` filter drops by design, so then its read rate is the camera's (what the
 camera offered over the window) and its drop share is of those frames.
 
+Beside the ramp, the physical limit, measured in the same run before it: PyAV's decode alone of
+the clip (CPU ms per frame) and the model alone as the chain runs it (the zoo SSD on OpenVINO, cut
+at its post-processor, at the zoo's default precision, with its decoding and NMS: CPU ms per
+detection, on frames of the clip), so that ``CPUs * 1000 / (rate * decode + detect rate * model)``
+cameras is what the hardware holds with nothing else running; the sources held are given as a
+share of it.
+
 ``--detect-fps 5`` is Frigate's way (``fps=5`` before the detector); ``--detect-step 5`` takes
 every 5th frame (``framestep=5``). Past capacity they differ: ``fps`` fills the gaps the live
 queue leaves with duplicates, so the detector's work does not fall with the frames it gets, and
@@ -113,6 +120,30 @@ def chain(args: argparse.Namespace) -> str:
 def detect_rate(args: argparse.Namespace, rate: float) -> float:
     """Frames per second the detector is meant to get from one source (0: every frame)."""
     return args.detect_fps or (rate / args.detect_step if args.detect_step else 0.0)
+
+
+def physical_limit(args: argparse.Namespace, rate: float, pictures: int = 30) -> dict[str, float]:
+    """Decode alone and the model alone, CPU ms per frame, and the cameras those two alone would fit."""
+    import av
+    import ssd_precision as P
+
+    from avdnn.cli.models import calibration_frames
+
+    start, n = P._cpu(), 0
+    with av.open(args.clip) as container:
+        for _ in container.decode(video=0):
+            n += 1
+            if n >= 10 * pictures:
+                break
+    decode_ms = (P._cpu() - start) * 1e3 / max(1, n)
+    model, kind = P.load("cut_auto")
+    rgbs = calibration_frames(args.clip, pictures)
+    P.one_pass(lambda rgb: P.detect(model, kind, rgb, 0.5), rgbs[:3])  # warm: the compiled blob, the buffers
+    model_ms = min(P.one_pass(lambda rgb: P.detect(model, kind, rgb, 0.5), rgbs)[0] for _ in range(3))
+    detect = detect_rate(args, rate) or rate
+    cpus = len(os.sched_getaffinity(0))
+    per_camera = rate * decode_ms + detect * model_ms  # CPU ms a camera costs each second
+    return {"decode_ms": decode_ms, "model_ms": model_ms, "cpus": cpus, "cameras": cpus * 1000 / per_camera}
 
 
 def settle(dropped: Callable[[], int], args: argparse.Namespace) -> float:
@@ -274,6 +305,8 @@ def main() -> int:
     rate = clip_rate(args.clip)
     variants = [v for v in VARIANTS if v in args.variants.split(",")]
     rows: list[dict[str, Any]] = []
+    limit = physical_limit(args, rate)
+    print(json.dumps({"limit": limit}), file=sys.stderr)
     holding = set(variants)
     svc = K.Service("--max-sources", str(max(args.max_sources, 1))) if "service" in variants else None
     try:
@@ -315,8 +348,17 @@ def main() -> int:
         "sources held (every one >= 95% of its rate read, and of the detect rate written, <= 5% dropped): "
         + ", ".join(f"{v} {held[v]}" for v in held)
     )
+    print(
+        f"physical limit: {limit['cameras']:.1f} cameras on {limit['cpus']} CPUs "
+        f"(decode alone {limit['decode_ms']:.2f} ms/frame at {rate:g} fps, "
+        f"the model alone {limit['model_ms']:.1f} ms/detection at "
+        f"{detect_rate(args, rate) or rate:g}/s); held: "
+        + ", ".join(f"{v} {100 * held[v] / limit['cameras']:.0f}%" for v in held)
+    )
     if args.json is not None:
-        args.json.write_text(json.dumps({"rows": rows, "held": held, "rate": rate, "clip": args.clip}, indent=2))
+        args.json.write_text(
+            json.dumps({"rows": rows, "held": held, "limit": limit, "rate": rate, "clip": args.clip}, indent=2)
+        )
     return 0
 
 

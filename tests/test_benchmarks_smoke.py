@@ -100,6 +100,9 @@ def test_serve_density_quick_runs(tmp_path: Path) -> None:
     assert rows["service"]["balanced"] and sum(rows["service"]["batch_sizes"]) > 0
     assert all(r["read_fps"] > 0 and "cam1" in r["per_source"] for r in rows.values())
     assert "sources held" in proc.stdout
+    limit = doc["limit"]
+    assert limit["decode_ms"] > 0 and limit["model_ms"] > 0 and limit["cameras"] > 0
+    assert "physical limit:" in proc.stdout
 
 
 def test_serve_cluster_quick_runs(tmp_path: Path) -> None:

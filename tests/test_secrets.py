@@ -21,11 +21,10 @@ from avdnn._util.redact import (
     MASK,
     RedactingStream,
     is_secret_name,
-    redact_argv,
-    redact_chain,
     redact_text,
     redact_url,
 )
+from avdnn._util.redact_args import redact_argv, redact_chain
 from avdnn.errors import AvdnnError, IOFailureError, NotFoundError
 from avdnn.filters.base import Filter
 from avdnn.media.frame import Frame

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bkutil import skip_reason
+from spine_util import missing
 
 from avdnn.dnn.backends import cache
 from avdnn.dnn.backends.openvino import OpenVINOBackend
@@ -37,7 +38,7 @@ def graphs(tmp_path_factory: pytest.TempPathFactory) -> dict[float, str]:
     """Frozen graphs x -> a = kx -> y = a + 1 for k = 2, 3 (``a`` is a cut point, not an output)."""
     why = skip_reason("openvino_pb")
     if why:
-        pytest.skip(why)
+        missing("extras", why)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 

@@ -64,7 +64,7 @@ def conv_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A frozen graph taking uint8 NHWC frames (as the zoo's SSD): cast, 3x3 conv, ReLU."""
     why = skip_reason("openvino_pb")
     if why:
-        pytest.skip(why)
+        missing("extras", why)
     monkeypatch.setenv("AVDNN_CACHE", str(tmp_path / "cache"))
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf

@@ -168,6 +168,24 @@ def wait_for(what: str, check: Callable[[], Any], deadline: float = DEADLINE) ->
         time.sleep(0.1)
 
 
+#: a lavfi test pattern read at its rate: a live-like source that needs no camera
+LAVFI = ["-f", "lavfi", "-re"]
+TESTSRC = "testsrc2=size=64x48:rate=10"
+
+
+def template_body(
+    name: str, *sources: tuple[str, str], chain: str = "", input_options: list[str] | None = None
+) -> dict[str, Any]:
+    """A template pipeline's body: ``sources`` as (id, url) through ``chain`` into ``-f null -``."""
+    return {
+        "name": name,
+        "chain": chain,
+        "output": ["-f", "null", "-"],
+        "input_options": LAVFI if input_options is None else input_options,
+        "sources": [{"id": sid, "url": url} for sid, url in sources],
+    }
+
+
 def source(status: dict[str, Any], sid: str) -> dict[str, Any]:
     found: dict[str, Any] = next(s for s in status["sources"] if s["id"] == sid)
     return found

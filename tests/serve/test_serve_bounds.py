@@ -11,23 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_util import DEADLINE, EventStream, Served, free_port, source, wait_for
+from serve_util import DEADLINE, LAVFI, TESTSRC, EventStream, Served, free_port, source, template_body, wait_for
 from test_serve_check import frames_metric, metric_values
 
 from avdnn.serve.metrics import CauseLabels
 from avdnn.serve.source import KEEP_OUTPUTS
-
-LAVFI = ["-f", "lavfi", "-re"]
-TESTSRC = "testsrc2=size=64x48:rate=10"
-
-
-def _template(name: str, *sources: tuple[str, str], input_options: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "name": name,
-        "output": ["-f", "null", "-"],
-        "input_options": LAVFI if input_options is None else input_options,
-        "sources": [{"id": sid, "url": url} for sid, url in sources],
-    }
 
 
 @pytest.fixture
@@ -41,7 +29,7 @@ def keepalive(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_departed_sources_fold_into_one_row_and_still_balance(serve: Any) -> None:
     served = serve(keep_departed=2)
     c = served.client
-    assert c.post("/api/pipelines", json=_template("p", ("a", TESTSRC))).status_code == 201
+    assert c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC))).status_code == 201
     for k in range(5):
         assert c.post("/api/pipelines/p/sources", json={"id": f"s{k}", "url": TESTSRC}).status_code == 201
         wait_for("a frame", lambda k=k: source(served.status("p"), f"s{k}")["frames"]["written"] > 0)  # type: ignore[misc]
@@ -63,7 +51,7 @@ def test_departed_sources_fold_into_one_row_and_still_balance(serve: Any) -> Non
 def test_a_restarting_source_shows_its_last_output_names_and_counts_them_all(serve: Any) -> None:
     served = serve(retry_interval=0.05)
     dead = f"tcp://127.0.0.1:{free_port()}"  # nothing listens: offline, tried again and again
-    body = _template("p", ("a", dead), input_options=["-reconnect_attempts", "0"])
+    body = template_body("p", ("a", dead), input_options=["-reconnect_attempts", "0"])
     assert served.client.post("/api/pipelines", json=body).status_code == 201
     row = wait_for(
         "many restarts", lambda: (r := source(served.status("p"), "a"))["outputs_total"] > KEEP_OUTPUTS and r
@@ -103,7 +91,7 @@ def _stream(served: Served, path: str, got: list[Any], first: threading.Event) -
 def test_a_preview_rate_near_zero_is_refused_and_a_viewer_ends_with_its_source(serve: Any) -> None:
     served = serve()
     c = served.client
-    assert c.post("/api/pipelines", json=_template("p", ("a", TESTSRC))).status_code == 201
+    assert c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC))).status_code == 201
     assert c.get("/api/pipelines/p/sources/a/preview.mjpg", params={"fps": 1e-300}).status_code == 422
     wait_for("a frame", lambda: source(served.status("p"), "a")["frames"]["written"] > 0)
     got: list[Any] = []
@@ -120,7 +108,7 @@ def test_a_preview_rate_near_zero_is_refused_and_a_viewer_ends_with_its_source(s
 def test_previews_are_capped(serve: Any) -> None:
     served = serve(max_viewers=1)
     c = served.client
-    assert c.post("/api/pipelines", json=_template("p", ("a", TESTSRC), ("b", TESTSRC))).status_code == 201
+    assert c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC), ("b", TESTSRC))).status_code == 201
     wait_for("a frame", lambda: source(served.status("p"), "a")["frames"]["written"] > 0)
     got: list[Any] = []
     first = threading.Event()
@@ -142,7 +130,7 @@ def test_an_output_whose_muxer_cannot_be_chosen_is_refused_before_201(serve: Any
     served = serve()
     c = served.client
     for output in ([""], ["x"], ["out.unknownext"]):
-        r = c.post("/api/pipelines", json={**_template("p", ("a", TESTSRC)), "output": output})
+        r = c.post("/api/pipelines", json={**template_body("p", ("a", TESTSRC)), "output": output})
         assert r.status_code == 400, r.text
         assert r.json()["detail"] == (
             f"Unable to choose an output format for '{output[0]}'; use a standard extension for the filename "
@@ -150,7 +138,7 @@ def test_an_output_whose_muxer_cannot_be_chosen_is_refused_before_201(serve: Any
         )
     r = c.post("/api/pipelines", json={"args": [*LAVFI, "-i", TESTSRC, "x"]})
     assert r.status_code == 400 and r.json()["detail"].startswith("Unable to choose an output format for 'x'")
-    r = c.post("/api/pipelines", json={**_template("p", ("a", TESTSRC)), "output": ["-f", "mp4", ""]})
+    r = c.post("/api/pipelines", json={**template_body("p", ("a", TESTSRC)), "output": ["-f", "mp4", ""]})
     assert r.status_code == 400 and "No such file or directory" in r.json()["detail"]
     assert served.client.get("/api/pipelines").json() == {"pipelines": []}
 

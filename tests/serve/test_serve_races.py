@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_util import DEADLINE, Served, free_port, tcp_listening, wait_for
+from serve_util import DEADLINE, TESTSRC, Served, free_port, tcp_listening, template_body, wait_for
 
 from avdnn import api
 from avdnn.serve import ServeConfig
@@ -20,19 +20,8 @@ from avdnn.serve.agent import LOCAL
 from avdnn.serve.host import LocalAgent
 from avdnn.serve.pipeline import ServedPipeline
 
-LAVFI = ["-f", "lavfi", "-re"]
-TESTSRC = "testsrc2=size=64x48:rate=10"
 #: listening inputs are refused unless allowed (w-confine's --allow-listen), where that exists
 LISTEN = {"allow_listen": True} if "allow_listen" in {f.name for f in fields(ServeConfig)} else {}
-
-
-def _template(name: str, *sources: tuple[str, str], input_options: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "name": name,
-        "output": ["-f", "null", "-"],
-        "input_options": LAVFI if input_options is None else input_options,
-        "sources": [{"id": sid, "url": url} for sid, url in sources],
-    }
 
 
 def _burst(served: Served, n: int, request: Any) -> list[httpx.Response]:
@@ -80,7 +69,7 @@ def _running_outputs(served: Served, pid: str) -> int:
 
 def test_concurrent_joins_of_one_id_start_one_run_and_max_sources_holds(serve: Any, slow_check: None) -> None:
     served = serve(max_sources=4)
-    assert served.client.post("/api/pipelines", json=_template("p")).status_code == 201
+    assert served.client.post("/api/pipelines", json=template_body("p")).status_code == 201
     answers = _burst(served, 12, lambda c, k: c.post("/api/pipelines/p/sources", json={"id": "a", "url": TESTSRC}))
     assert sorted(r.status_code for r in answers) == [201] + [409] * 11
     assert all("has a source 'a' already" in r.json()["detail"] for r in answers if r.status_code == 409)
@@ -116,7 +105,7 @@ def test_a_run_left_behind_counts_against_max_pipelines_until_it_ends(serve: Any
     served = serve(max_pipelines=2, stop_timeout=0.3)
     with socket.create_server(("127.0.0.1", 0)) as peer:
         port = peer.getsockname()[1]
-        body = _template("blocked", ("a", f"tcp://127.0.0.1:{port}"), input_options=["-live_timeout", "0"])
+        body = template_body("blocked", ("a", f"tcp://127.0.0.1:{port}"), input_options=["-live_timeout", "0"])
         assert served.client.post("/api/pipelines", json=body).status_code == 201
         conn, _ = peer.accept()
         with conn:
@@ -124,14 +113,14 @@ def test_a_run_left_behind_counts_against_max_pipelines_until_it_ends(serve: Any
             assert final["left_behind"] == ["a"]
             assert final["sources"][0]["cause"] == "still blocked in its input after 0.3 s: left behind"
             assert _left_behind(served, "blocked") == ["a"]
-            assert served.client.post("/api/pipelines", json=_template("x1", ("a", TESTSRC))).status_code == 201
-            r = served.client.post("/api/pipelines", json=_template("x2", ("a", TESTSRC)))
+            assert served.client.post("/api/pipelines", json=template_body("x1", ("a", TESTSRC))).status_code == 201
+            r = served.client.post("/api/pipelines", json=template_body("x2", ("a", TESTSRC)))
             assert r.status_code == 409 and r.json()["detail"] == (
                 "2 pipelines run (1 left behind, blocked in their input): the limit (max_pipelines)"
             )
             assert "avdnn_runs_left_behind 1.0" in served.client.get("/metrics").text
         wait_for("the run ended once its peer hung up", lambda: _left_behind(served, "blocked") == [])
-    assert served.client.post("/api/pipelines", json=_template("x2", ("a", TESTSRC))).status_code == 201
+    assert served.client.post("/api/pipelines", json=template_body("x2", ("a", TESTSRC))).status_code == 201
 
 
 def test_a_listening_input_left_behind_has_its_socket_shut_and_ends(serve: Any) -> None:
@@ -139,7 +128,7 @@ def test_a_listening_input_left_behind_has_its_socket_shut_and_ends(serve: Any) 
     served = serve(max_pipelines=1, stop_timeout=0.3, **LISTEN)
     for k in range(3):
         port = free_port()
-        body = _template(f"l{k}", ("a", f"tcp://127.0.0.1:{port}?listen=1"), input_options=[])
+        body = template_body(f"l{k}", ("a", f"tcp://127.0.0.1:{port}?listen=1"), input_options=[])
         r = served.client.post("/api/pipelines", json=body)
         assert r.status_code == 201, r.text
         tcp_listening(port)
@@ -154,7 +143,7 @@ def test_a_create_racing_the_stop_is_stopped_and_later_ones_refused(
     """close() (SIGTERM's) runs while a create is between its check and its start: the create
     fails (503), nothing it would have started runs; creates and joins after it: 503."""
     served = serve()
-    assert served.client.post("/api/pipelines", json=_template("early", ("a", TESTSRC))).status_code == 201
+    assert served.client.post("/api/pipelines", json=template_body("early", ("a", TESTSRC))).status_code == 201
     entered, go = threading.Event(), threading.Event()
     caught: list[ServedPipeline] = []
     check = ServedPipeline.check
@@ -169,7 +158,7 @@ def test_a_create_racing_the_stop_is_stopped_and_later_ones_refused(
     monkeypatch.setattr(ServedPipeline, "check", held)
     answer: list[httpx.Response] = []
     poster = threading.Thread(
-        target=lambda: answer.append(served.client.post("/api/pipelines", json=_template("late", ("a", TESTSRC))))
+        target=lambda: answer.append(served.client.post("/api/pipelines", json=template_body("late", ("a", TESTSRC))))
     )
     poster.start()
     assert entered.wait(DEADLINE)
@@ -178,7 +167,7 @@ def test_a_create_racing_the_stop_is_stopped_and_later_ones_refused(
     poster.join(DEADLINE)
     assert answer[0].status_code == 503, answer[0].text
     assert _local_agent(served).running_outputs("late") == [] and caught[0].current() == []
-    r = served.client.post("/api/pipelines", json=_template("after", ("a", TESTSRC)))
+    r = served.client.post("/api/pipelines", json=template_body("after", ("a", TESTSRC)))
     assert r.status_code == 503 and r.json()["detail"] == "the service is stopping"
     r = served.client.post("/api/pipelines/early/sources", json={"id": "b", "url": TESTSRC})
     assert r.status_code == 503 and r.json()["detail"] == "the service is stopping"

@@ -10,24 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_util import Camera, source, wait_for
+from serve_util import TESTSRC, Camera, source, template_body, wait_for
 
 from avdnn.errors import InvalidArgumentError
 from avdnn.serve import ServeConfig, make_server
 from avdnn.serve.security import check_bind, is_loopback
-
-LAVFI = ["-f", "lavfi", "-re"]
-TESTSRC = "testsrc2=size=64x48:rate=10"
-
-
-def _template(name: str, *sources: tuple[str, str], chain: str = "") -> dict[str, Any]:
-    return {
-        "name": name,
-        "chain": chain,
-        "output": ["-f", "null", "-"],
-        "input_options": LAVFI,
-        "sources": [{"id": sid, "url": url} for sid, url in sources],
-    }
 
 
 def test_the_token_is_required_and_compared_for_every_route_but_health(serve: Any) -> None:
@@ -45,7 +32,7 @@ def test_the_token_is_required_and_compared_for_every_route_but_health(serve: An
         assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer"), path
         assert bare.get(path, headers={"Authorization": "Bearer t0k3n-valuX"}).status_code == 401
         assert bare.get(path, headers={"Authorization": "Basic t0k3n-value"}).status_code == 401
-    assert bare.post("/api/pipelines", json=_template("p", ("a", TESTSRC))).status_code == 401
+    assert bare.post("/api/pipelines", json=template_body("p", ("a", TESTSRC))).status_code == 401
     assert served.service.pipelines() == []  # refused before anything ran
     assert bare.get("/healthz").status_code == 200 and bare.get("/readyz").status_code == 200
     assert served.client.get("/api/pipelines").json() == {"pipelines": []}  # the client sends the token
@@ -76,8 +63,8 @@ def test_a_bind_beyond_loopback_needs_a_token() -> None:
 def test_limits_on_pipelines_sources_and_bodies(serve: Any) -> None:
     served = serve(max_pipelines=1, max_sources=2, max_body=2048)
     c = served.client
-    assert c.post("/api/pipelines", json=_template("one", ("a", TESTSRC))).status_code == 201
-    r = c.post("/api/pipelines", json=_template("two", ("a", TESTSRC)))
+    assert c.post("/api/pipelines", json=template_body("one", ("a", TESTSRC))).status_code == 201
+    r = c.post("/api/pipelines", json=template_body("two", ("a", TESTSRC)))
     assert r.status_code == 409 and "the limit (max_pipelines)" in r.json()["detail"]
     assert c.post("/api/pipelines/one/sources", json={"id": "b", "url": TESTSRC}).status_code == 201
     r = c.post("/api/pipelines/one/sources", json={"id": "c", "url": TESTSRC})
@@ -96,26 +83,26 @@ def test_limits_on_pipelines_sources_and_bodies(serve: Any) -> None:
 def test_bad_requests_get_one_line_errors(serve: Any) -> None:
     served = serve()
     c = served.client
-    r = c.post("/api/pipelines", json=_template("p", ("a", TESTSRC), chain="hflip,scalex=2"))
+    r = c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC), chain="hflip,scalex=2"))
     assert r.status_code == 400
     assert r.json()["detail"] == "scalex: No such filter: 'scalex' (did you mean 'scale', 'scale_qsv', 'scale2ref'?)"
-    r = c.post("/api/pipelines", json=_template("p", ("a", TESTSRC), chain="dnn_detect=modle=x.onnx"))
+    r = c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC), chain="dnn_detect=modle=x.onnx"))
     assert r.status_code == 400 and r.json()["detail"].startswith("dnn_detect: Option 'modle' not found")
-    r = c.post("/api/pipelines", json=_template("p", ("a", TESTSRC), chain="drawbox@{source}=color=red"))
+    r = c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC), chain="drawbox@{source}=color=red"))
     assert (
         r.status_code == 400
         and r.json()["detail"] == "option 'chain': the chain's {source} is allowed in option values only"
     )
     r = c.post("/api/pipelines", json={"args": ["-i", TESTSRC, "-bogus", "1", "out.mkv"]})
     assert r.status_code == 400 and "Unrecognized option 'bogus'" in r.json()["detail"]
-    r = c.post("/api/pipelines", json={**_template("p", ("a", TESTSRC)), "output": ["-f", "null", "-", "b.mkv"]})
+    r = c.post("/api/pipelines", json={**template_body("p", ("a", TESTSRC)), "output": ["-f", "null", "-", "b.mkv"]})
     assert r.status_code == 400 and "one output per source (it names 2)" in r.json()["detail"]
     cam = "tcp://u:pw@127.0.0.1:9"
-    r = c.post("/api/pipelines", json=_template("p", ("a", cam), ("b", cam)))
+    r = c.post("/api/pipelines", json=template_body("p", ("a", cam), ("b", cam)))
     assert r.status_code == 400 and r.json()["detail"] == (
         "input 'tcp://u:***@127.0.0.1:9' is a live stream and cannot be read twice: give each source its own input"
     )
-    r = c.post("/api/pipelines", json=_template("p", ("a", TESTSRC), ("a", TESTSRC)))
+    r = c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC), ("a", TESTSRC)))
     assert r.status_code == 409 and "source ids must be unique: a" in r.json()["detail"]
     # schema errors: 422, naming the field
     for body in (
@@ -130,8 +117,8 @@ def test_bad_requests_get_one_line_errors(serve: Any) -> None:
     assert c.get("/api/pipelines/nope").status_code == 404
     assert c.get("/api/pipelines/nope").json()["detail"] == "no pipeline 'nope'"
     assert c.delete("/api/pipelines/nope").status_code == 404
-    assert c.post("/api/pipelines", json=_template("p", ("a", TESTSRC))).status_code == 201
-    assert c.post("/api/pipelines", json=_template("p", ("a", TESTSRC))).status_code == 409
+    assert c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC))).status_code == 201
+    assert c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC))).status_code == 409
     assert c.delete("/api/pipelines/p/sources/zz").status_code == 404
     assert c.get("/api/pipelines/p/sources/zz/preview.mjpg").status_code == 404
     r = c.post("/api/pipelines", json={"name": "cmd", "args": ["-f", "lavfi", "-re", "-i", TESTSRC, "-f", "null", "-"]})

@@ -12,20 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_util import wait_for
-
-LAVFI = ["-f", "lavfi", "-re"]
-TESTSRC = "testsrc2=size=64x48:rate=10"
-
-
-def _template(name: str, *sources: tuple[str, str], chain: str = "") -> dict[str, Any]:
-    return {
-        "name": name,
-        "chain": chain,
-        "output": ["-f", "null", "-"],
-        "input_options": LAVFI,
-        "sources": [{"id": sid, "url": url} for sid, url in sources],
-    }
+from serve_util import TESTSRC, template_body, wait_for
 
 
 def _keep(state: Path, file: str, pid: object, order: int, spec: object) -> None:
@@ -35,10 +22,10 @@ def _keep(state: Path, file: str, pid: object, order: int, spec: object) -> None
 
 def test_bad_state_files_are_failed_pipelines_listed_and_deletable(serve: Any, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    _keep(state, "ok.json", "ok", 0, _template("ok", ("a", TESTSRC)))
-    _keep(state, "gone.json", "gone", 1, _template("gone", ("a", TESTSRC), chain="nosuchfilter"))
-    _keep(state, "up.json", "../../x", 2, _template("x", ("a", TESTSRC)))  # an id that climbs out
-    _keep(state, "bad name.json", "bad name", 3, _template("y", ("a", TESTSRC)))
+    _keep(state, "ok.json", "ok", 0, template_body("ok", ("a", TESTSRC)))
+    _keep(state, "gone.json", "gone", 1, template_body("gone", ("a", TESTSRC), chain="nosuchfilter"))
+    _keep(state, "up.json", "../../x", 2, template_body("x", ("a", TESTSRC)))  # an id that climbs out
+    _keep(state, "bad name.json", "bad name", 3, template_body("y", ("a", TESTSRC)))
     (state / "pipelines" / "junk.json").write_text("{not json")
     served = serve(state=state)
     listed = lambda: {r["id"]: r for r in served.client.get("/api/pipelines").json()["pipelines"]}  # noqa: E731
@@ -61,14 +48,14 @@ def test_bad_state_files_are_failed_pipelines_listed_and_deletable(serve: Any, t
     assert served.client.get("/api/pipelines/gone").json()["cause"] == rows["gone"]["cause"]
     r = served.client.post("/api/pipelines/gone/sources", json={"id": "b", "url": TESTSRC})
     assert r.status_code == 409 and r.json()["detail"] == "pipeline 'gone' failed at start (delete it)"
-    assert served.client.post("/api/pipelines", json=_template("gone", ("a", TESTSRC))).status_code == 409
+    assert served.client.post("/api/pipelines", json=template_body("gone", ("a", TESTSRC))).status_code == 409
     for pid in ("gone", "up", "failed1", "junk"):
         r = served.client.delete(f"/api/pipelines/{pid}")
         assert r.status_code == 200 and r.json()["state"] == "failed"
         assert served.client.get(f"/api/pipelines/{pid}").status_code == 404
     assert sorted(p.name for p in (state / "pipelines").iterdir()) == ["ok.json"]
     assert not (tmp_path / "x.json").exists()
-    assert served.client.post("/api/pipelines", json=_template("gone", ("a", TESTSRC))).status_code == 201
+    assert served.client.post("/api/pipelines", json=template_body("gone", ("a", TESTSRC))).status_code == 201
 
 
 @pytest.fixture
@@ -91,12 +78,12 @@ def test_a_failed_state_write_rolls_back_or_warns(serve: Any, tmp_path: Path, fu
     served = serve(state=state)
     c = served.client
     full_disk(True)
-    r = c.post("/api/pipelines", json=_template("p", ("a", TESTSRC)))
+    r = c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC)))
     assert r.status_code == 503, r.text
     assert r.json()["detail"] == "the state could not be written (No space left on device)"
     assert c.get("/api/pipelines").json() == {"pipelines": []}
     full_disk(False)
-    assert c.post("/api/pipelines", json=_template("p", ("a", TESTSRC))).status_code == 201
+    assert c.post("/api/pipelines", json=template_body("p", ("a", TESTSRC))).status_code == 201
     kept = (state / "pipelines" / "p.json").read_text()
     full_disk(True)
     r = c.post("/api/pipelines/p/sources", json={"id": "b", "url": TESTSRC})

@@ -97,7 +97,7 @@ def test_the_ssd_defaults_follow_the_backend() -> None:
     cls = get_filter("dnn_detect")
     spec = get("ssd_mobilenet_v2_coco")
     if not spec.installed():
-        pytest.skip(spec.package.pip)
+        missing("models", spec.package.pip)
     values, _ = apply(bound("dnn_detect", model="zoo:ssd_mobilenet_v2_coco"), cls.options, filter_name="dnn_detect")
     assert values["dnn_backend"] == cls.option("dnn_backend").consts["openvino"]
     assert values["model_type"] == cls.option("model_type").consts["tf_ssd"]

@@ -28,18 +28,17 @@ import logging
 import re
 import threading
 import traceback
-from collections.abc import Sequence
 from typing import Any, TextIO
 
 __all__ = [
     "MASK",
+    "URL_IN_TEXT",
     "RedactFilter",
     "RedactingStream",
     "install",
     "is_secret_name",
-    "redact_argv",
-    "redact_chain",
     "redact_record",
+    "redact_streamid",
     "redact_text",
     "redact_url",
 ]
@@ -48,7 +47,7 @@ MASK = "***"
 
 #: A URL inside free text: scheme://, its authority up to white space or the path (a quote there
 #: may be part of a password: ``rtsp://u:p'w@h``), then anything up to white space or a quote.
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#]*[^\s'\"<>]*")
+URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s/?#]*[^\s'\"<>]*")
 #: Parameter and header names that are secrets whole (compared lower-cased, ``-`` read as ``_``).
 _SECRET_NAMES = frozenset(
     {
@@ -103,7 +102,7 @@ def is_secret_name(name: str) -> bool:
     return low in _SECRET_NAMES or low.startswith(_SECRET_PREFIXES) or any(part in low for part in _SECRET_PARTS)
 
 
-def _streamid(value: str) -> str:
+def redact_streamid(value: str) -> str:
     """SRT's access-control streamid (``#!::r=live,s=SESSION,u=user``) with its session and any
     secret-named field masked; a plain streamid is a name, kept."""
     if not value.startswith("#!::"):
@@ -120,7 +119,7 @@ def _param(pair: str) -> str:
     if not eq or not value:
         return pair
     if name.strip().lower() == "streamid":
-        return f"{name}={_streamid(value)}"
+        return f"{name}={redact_streamid(value)}"
     return f"{name}={MASK}" if is_secret_name(name) else pair
 
 
@@ -191,11 +190,11 @@ def redact_text(text: str) -> str:
     """``text`` with every URL redacted (:func:`redact_url`), and outside URLs every secret header
     value (``Authorization: ***``) and secret ``name=value`` (``token=***``)."""
     if "://" in text:
-        text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+        text = URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), text)
     if ":" in text:
         text = _HEADER.sub(_header, text)
     if "=" in text:
-        text = _STREAMID.sub(lambda m: m.group(1) + _streamid(m.group(2)), text)
+        text = _STREAMID.sub(lambda m: m.group(1) + redact_streamid(m.group(2)), text)
         text = _LINE_PAIR.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
         text = _PAIR.sub(_pair, text)
     if "-" in text:
@@ -203,162 +202,6 @@ def redact_text(text: str) -> str:
             lambda m: "-" + m.group(1) + m.group(2) + MASK if is_secret_name(m.group(1)) else m.group(0), text
         )
     return text
-
-
-# -- argv and filter chains: masked by option name --------------------------------------------
-
-#: argv options whose value is a filtergraph (its options masked by :func:`redact_chain`)
-_CHAIN_OPTIONS = frozenset({"vf", "af", "filter", "filter_complex", "lavfi"})
-#: SRT's stream id as an option (its session field masked, the rest kept)
-_STREAMID_OPTIONS = frozenset({"streamid", "srt_streamid"})
-
-
-def _option_name(word: str) -> str | None:
-    """``decryption_key`` of ``-decryption_key:v:0``; None for a word that is no option."""
-    if len(word) < 2 or word[0] != "-" or not (word[1].isalpha() or word[1] == "_"):
-        return None
-    return word[1:].partition(":")[0]
-
-
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """An ffmpeg-style argv as it may be shown: the word after an option with a secret name
-    (``-decryption_key``, ``-passphrase``, ``-headers``, ``-cookies``, ``-srtp_in_params``, any
-    ``-auth_*``...) masked whole, filtergraphs through :func:`redact_chain`, every other word
-    through :func:`redact_text` (URLs). Every option word is looked at, so an option taken for a
-    value never hides the secret after it.
-    """
-    out: list[str] = []
-    after: str | None = None
-    for word in argv:
-        if after is not None and is_secret_name(after):
-            out.append(MASK)
-        elif after in _CHAIN_OPTIONS:
-            out.append(redact_chain(word))
-        elif after in _STREAMID_OPTIONS:
-            out.append(redact_text(_streamid(word)))
-        else:
-            out.append(redact_text(word))
-        after = _option_name(word)
-    return out
-
-
-_GRAPH_WS = " \n\t\r"  # libavfilter's WHITESPACES
-_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_/.")
-
-
-def _token(s: str, pos: int, term: str) -> tuple[list[int], int]:
-    """av_get_token() over ``s[pos:]``, giving the index in ``s`` of each character of the token
-    (quotes and escapes removed) and where it stopped (as :mod:`avdnn.graph.parse` reads it)."""
-    n = len(s)
-    while pos < n and s[pos] in _GRAPH_WS:
-        pos += 1
-    chars: list[int] = []
-    end = 0
-    while pos < n and s[pos] not in term:
-        c = s[pos]
-        pos += 1
-        if c == "\\" and pos < n:
-            chars.append(pos)
-            pos += 1
-            end = len(chars)
-        elif c == "'":
-            while pos < n and s[pos] != "'":
-                chars.append(pos)
-                pos += 1
-            if pos < n:
-                pos += 1
-                end = len(chars)
-        else:
-            chars.append(pos - 1)
-    while len(chars) > end and s[chars[-1]] in _GRAPH_WS:
-        chars.pop()
-    return chars, pos
-
-
-def _key(s: str, pos: int) -> tuple[str, int] | None:
-    """opt.c get_key(): ``[ws] key [ws] '='`` at ``pos``: (key, index after '='), else None."""
-    while pos < len(s) and s[pos] in _GRAPH_WS:
-        pos += 1
-    start = pos
-    while pos < len(s) and s[pos] in _KEY_CHARS:
-        pos += 1
-    key = s[start:pos]
-    while pos < len(s) and s[pos] in _GRAPH_WS:
-        pos += 1
-    return (key, pos + 1) if pos < len(s) and s[pos] == "=" else None
-
-
-def _secret_values(text: str, args: list[int]) -> list[tuple[int, int]]:
-    """The spans of ``text`` (first, last index) holding a secret option value of one filter
-    whose arguments are the characters ``args`` of ``text`` (level 2: options split on ``:``)."""
-    s = "".join(text[i] for i in args)
-    spans: list[tuple[int, int]] = []
-    for m in _URL.finditer(s):  # a URL, its ':' escaped or not: where its redaction differs
-        first, last = _changed(m.group(0), redact_url(m.group(0)))
-        if first <= last:
-            spans.append((args[m.start() + first], args[m.start() + last]))
-    pos = 0
-    while pos < len(s):
-        got = _key(s, pos)
-        key, start = got if got is not None else (None, pos)
-        value, stop = _token(s, start, ":")
-        v = "".join(s[i] for i in value)
-        if v and ((key is not None and is_secret_name(key)) or ("://" not in v and redact_text(v) != v)):
-            spans.append((args[value[0]], args[value[-1]]))
-        pos = stop + 1 if stop > pos else pos + 1
-    return spans
-
-
-def _changed(text: str, redacted: str) -> tuple[int, int]:
-    """The first and last index of ``text`` that its redaction changed (first > last: none); a
-    secret's own ``*`` matched against the mask's is counted changed too, never left shown."""
-    if text == redacted:
-        return 1, 0
-    head = 0
-    while head < min(len(text), len(redacted)) and text[head] == redacted[head]:
-        head += 1
-    while head > 0 and text[head - 1] == "*":
-        head -= 1
-    tail = 0
-    while tail < min(len(text), len(redacted)) - head and text[-1 - tail] == redacted[-1 - tail]:
-        tail += 1
-    while tail > 0 and text[-tail] == "*":
-        tail -= 1
-    return head, len(text) - 1 - tail
-
-
-def redact_chain(chain: str) -> str:
-    """A filtergraph (``-vf``, ``-filter_complex``, a template's chain) as it may be shown: the
-    value of every filter option with a secret name (an ``events`` webhook's ``headers``, any
-    ``password``, ``token``, ``key``...) masked whole, and so is a value that holds a URL's
-    credentials however it is escaped; then :func:`redact_text` over the whole. The graph is
-    split as libavfilter splits it (two levels of quoting and escapes), so an escaped ``:`` or a
-    quoted value never hides a secret; text that does not parse is masked as far as it splits.
-    """
-    spans: list[tuple[int, int]] = []
-    pos, n = 0, len(chain)
-    while pos < n:
-        begin = pos
-        while pos < n and chain[pos] in _GRAPH_WS + "[":  # link labels before the filter
-            pos = _token(chain, pos + 1, "]")[1] + 1 if chain[pos] == "[" else pos + 1
-        _, pos = _token(chain, pos, "=,;[")
-        if pos < n and chain[pos] == "=":
-            args, pos = _token(chain, pos + 1, "[],;")
-            spans += _secret_values(chain, args)
-        while pos < n and chain[pos] in _GRAPH_WS + "[]":  # link labels after it
-            pos = _token(chain, pos + 1, "]")[1] + 1 if chain[pos] == "[" else pos + 1
-        if pos < n and chain[pos] in ",;":
-            pos += 1
-        pos = max(pos, begin + 1)
-    merged: list[tuple[int, int]] = []
-    for first, last in sorted(spans):
-        if merged and first <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(last, merged[-1][1]))
-        else:
-            merged.append((first, last))
-    for first, last in reversed(merged):
-        chain = chain[:first] + MASK + chain[last + 1 :]
-    return redact_text(chain)
 
 
 # -- logging ----------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ import threading
 from typing import Any
 
 from avdnn import api
-from avdnn._util.redact import redact_argv, redact_chain, redact_text, redact_url
+from avdnn._util.redact import redact_text, redact_url
+from avdnn._util.redact_args import redact_argv, redact_chain
 from avdnn.errors import InvalidArgumentError
 from avdnn.serve.accounting import Totals
 from avdnn.serve.agent import StaleEpochError
