@@ -40,6 +40,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -278,11 +279,11 @@ def main() -> None:
     args = p.parse_args()
     if args.quick:
         args.nodes, args.per_node, args.window, args.settle, args.requests, args.fail = 2, 2, 3.0, 1.0, 5, 1
-    media = Path(__import__("tempfile").mkdtemp(prefix="avdnn-cluster-bench-"))
     doc: dict[str, Any] = {"args": vars(args), "nproc": os.cpu_count(), "load": os.getloadavg()}
-    for variant in args.variants.split(","):
-        doc[variant] = (process_variant if variant == "process" else cluster_variant)(args, media)
-        print(variant, json.dumps(doc[variant]), flush=True)
+    with tempfile.TemporaryDirectory(prefix="avdnn-cluster-bench-") as media:
+        for variant in args.variants.split(","):
+            doc[variant] = (process_variant if variant == "process" else cluster_variant)(args, Path(media))
+            print(variant, json.dumps(doc[variant]), flush=True)
     if "cluster" in doc:
         doc["paper"] = paper(doc["cluster"])
         print("paper", json.dumps(doc["paper"]), flush=True)
