@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from spine_util import need_installed
+from spine_util import need_installed, need_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -102,6 +103,24 @@ def test_serve_density_quick_runs(tmp_path: Path) -> None:
     limit = doc["limit"]
     assert limit["decode_ms"] > 0 and limit["model_ms"] > 0 and limit["cameras"] > 0
     assert "physical limit:" in proc.stdout
+
+
+def test_serve_cluster_quick_runs(tmp_path: Path) -> None:
+    """The control plane on a two-node loopback Ray cluster against one process, a node removed
+    (benchmarks/serve_cluster.py --quick)."""
+    for name in ("fastapi", "uvicorn", "prometheus_client", "httpx"):
+        pytest.importorskip(name)
+    need_installed("ray", "the cluster benchmark needs Ray: pip install 'avdnn[ray]'", kind="ray")
+    need_tool(shutil.which("curl"), "the cluster benchmark reads the events with curl: apt-get install curl")
+    out = tmp_path / "cluster.json"
+    proc = _quick("serve_cluster.py", out, timeout=300)
+    doc = json.loads(out.read_text())
+    assert doc["process"]["sources"] == doc["cluster"]["sources"] == 4
+    assert all(doc[v]["status_all"]["p50_ms"] > 0 and doc[v]["metrics"]["p95_ms"] > 0 for v in ("process", "cluster"))
+    (moved,) = doc["cluster"]["failover"]
+    assert moved["sources_moved"] > 0 and moved["running_s"] >= moved["placed_s"]
+    assert doc["paper"]["nodes"] == 100 and doc["paper"]["head_cpu_ms_per_s"] > 0
+    assert "paper" in proc.stdout
 
 
 def test_serve_soak_quick_runs_and_accounts_for_every_frame(tmp_path: Path) -> None:

@@ -127,3 +127,29 @@ def test_a_two_node_cluster_runs_files_on_both(cluster: tuple[str, dict[str, str
     assert [f["status"] for f in data["files"]] == ["ok"] * 4
     assert len({f["node"] for f in data["files"]}) == 2, data["files"]  # one worker on each node
     assert set(CORPUS) >= {Path(f["input"]).stem for f in data["files"]}
+
+
+def test_a_driver_of_its_own_joins_a_loopback_cluster(ray_env: None, tmp_path: Path) -> None:
+    """``avdnn batch --address`` to a cluster whose nodes are on 127.0.0.1 (Ray's own
+    ``cluster_utils.Cluster``), from a process whose environment says nothing of loopback: it joins
+    as 127.0.0.1 and runs the files (it used to wait a minute at the machine's own address, where
+    the cluster does not listen, and report every file unfinished)."""
+    from ray.cluster_utils import Cluster
+
+    node = {"num_cpus": 1, "num_gpus": 0, "node_ip_address": "127.0.0.1"}
+    cluster = Cluster(initialize_head=True, connect=False, head_node_args={**node, "include_dashboard": False})
+    try:
+        cluster.add_node(**node)
+        cluster.wait_for_nodes()
+        corpus = make_corpus(tmp_path, bad=False)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+        inputs = [str(corpus / f"{s}.mp4") for s in ("c1", "c2")]
+        out = str(tmp_path / "out/{stem}.framemd5")
+        argv = ["batch", "--address", cluster.address, "--workers", "2", "-i", *inputs, "-f", "framemd5", "-o", out]
+        proc = subprocess.run(
+            [sys.executable, "-m", "avdnn", *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+    finally:
+        cluster.shutdown()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ok 2, failed 0" in proc.stderr, proc.stderr[-3000:]

@@ -74,7 +74,7 @@ def check_metrics_equal_accounting(served: Served, final: dict[str, Any]) -> Non
         assert values[("avdnn_latency_seconds_count", ids)] == row["latency_count"]
         assert values[("avdnn_reconnects_total", ids)] == row["reconnects"]
     for inst in final["instances"]:
-        ids = (("instance", inst["name"]), ("pipeline", pid))
+        ids = (("instance", inst["name"]), ("node", inst["node"]), ("pipeline", pid))
         assert values[("avdnn_instance_inferences_total", ids)] == inst["inferences"]
         assert values[("avdnn_instance_batches_total", ids)] == inst["batches"]
         assert values[("avdnn_instance_streams", ids)] == inst["stream_count"]

@@ -14,6 +14,8 @@ from serve_util import Camera, Served, decoded_frames, free_port, source, tcp_li
 
 from avdnn.filters.base import Filter
 from avdnn.media.frame import Frame
+from avdnn.serve.agent import LOCAL
+from avdnn.serve.host import LocalAgent
 
 LAVFI = ["-f", "lavfi", "-re"]
 TESTSRC = "testsrc2=size=96x64:rate=25"
@@ -205,7 +207,9 @@ def test_the_watchdog_restarts_a_run_that_gives_no_frame(
     assert served.client.post("/api/pipelines", json=body).status_code == 201
     try:
         wait_for("held", _Stuck.held.is_set)
-        wait_for("the watchdog stopped it", lambda: served.service.get("hang").source("a")._restart_reason)
+        agent = served.service.nodes.agent(LOCAL)
+        assert isinstance(agent, LocalAgent)
+        wait_for("the watchdog stopped it", lambda: (run := agent.hosted("hang", "a")) and run._restart_reason)
     finally:
         _Stuck.release.set()
     row = wait_for("a second run", lambda: (r := _frames_flow(served, "hang", "a", 10)()) and r["runs"] == 2 and r)

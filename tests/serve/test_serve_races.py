@@ -16,6 +16,8 @@ from serve_util import DEADLINE, TESTSRC, Served, free_port, tcp_listening, temp
 
 from avdnn import api
 from avdnn.serve import ServeConfig
+from avdnn.serve.agent import LOCAL
+from avdnn.serve.host import LocalAgent
 from avdnn.serve.pipeline import ServedPipeline
 
 #: listening inputs are refused unless allowed (w-confine's --allow-listen), where that exists
@@ -54,10 +56,15 @@ def slow_check(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(api, "check_job", slow)
 
 
+def _local_agent(served: Served) -> LocalAgent:
+    agent = served.service.nodes.agent(LOCAL)
+    assert isinstance(agent, LocalAgent)
+    return agent
+
+
 def _running_outputs(served: Served, pid: str) -> int:
-    pipeline = served.service.get(pid)
-    assert isinstance(pipeline, ServedPipeline)
-    return len(pipeline.outputs.outputs())
+    assert isinstance(served.service.get(pid), ServedPipeline)
+    return len(_local_agent(served).running_outputs(pid))
 
 
 def test_concurrent_joins_of_one_id_start_one_run_and_max_sources_holds(serve: Any, slow_check: None) -> None:
@@ -159,7 +166,7 @@ def test_a_create_racing_the_stop_is_stopped_and_later_ones_refused(
     go.set()
     poster.join(DEADLINE)
     assert answer[0].status_code == 503, answer[0].text
-    assert caught[0].outputs.outputs() == [] and caught[0].current() == []
+    assert _local_agent(served).running_outputs("late") == [] and caught[0].current() == []
     r = served.client.post("/api/pipelines", json=template_body("after", ("a", TESTSRC)))
     assert r.status_code == 503 and r.json()["detail"] == "the service is stopping"
     r = served.client.post("/api/pipelines/early/sources", json={"id": "b", "url": TESTSRC})

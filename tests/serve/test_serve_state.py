@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from serve_util import TESTSRC, template_body
+from serve_util import TESTSRC, template_body, wait_for
 
 
 def _keep(state: Path, file: str, pid: object, order: int, spec: object) -> None:
@@ -28,7 +28,8 @@ def test_bad_state_files_are_failed_pipelines_listed_and_deletable(serve: Any, t
     _keep(state, "bad name.json", "bad name", 3, template_body("y", ("a", TESTSRC)))
     (state / "pipelines" / "junk.json").write_text("{not json")
     served = serve(state=state)
-    rows = {r["id"]: r for r in served.client.get("/api/pipelines").json()["pipelines"]}
+    listed = lambda: {r["id"]: r for r in served.client.get("/api/pipelines").json()["pipelines"]}  # noqa: E731
+    rows = wait_for("ok running (its first frame)", lambda: (got := listed())["ok"]["state"] == "running" and got)
     assert {pid: r["state"] for pid, r in rows.items()} == {
         "ok": "running",
         "gone": "failed",

@@ -15,12 +15,12 @@ import errno
 import logging
 import math
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
+from avdnn._util import rayinit
 from avdnn.batch import files, ledger
 from avdnn.batch.driver import Corpus, Driver, last_line
 from avdnn.batch.plan import FileTask, expand_inputs, job_hash, plan
@@ -147,38 +147,18 @@ def _worker_threads(run_options: dict[str, Any], num_cpus: float) -> dict[str, A
     return {**run_options, "source_options": source}
 
 
-def _probe(address: str) -> None:
-    """Fail at once, with the socket's errno, when nothing listens at HOST:PORT."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise InvalidArgumentError(f"Ray address '{address}' is not auto or HOST:PORT", option="address")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
-    except TimeoutError as exc:
-        raise from_errno(errno.ETIMEDOUT, f"cannot reach the Ray cluster at '{address}': timed out") from exc
-    except OSError as exc:
-        raise from_errno(
-            exc.errno or errno.ECONNREFUSED, f"cannot reach the Ray cluster at '{address}': {exc.strerror or exc}"
-        ) from exc
-
-
 def import_ray(*, loopback: bool = False) -> Any:
     """Ray, or the install hint.
 
-    ``loopback``: a local node started by this process binds its servers to 127.0.0.1 only.
-    Ray does that only when the node's address is 127.0.0.1, which it picks for a local node
-    only with this switch off (read once, when Ray is first imported; its default on Linux is
-    on). A Ray imported earlier by the caller keeps the caller's setting.
+    ``loopback``: a local node started by this process, or the cluster it joins, is on 127.0.0.1
+    (:mod:`avdnn._util.rayinit`). A Ray imported earlier by the caller keeps the caller's setting.
     """
-    if loopback and "ray" not in sys.modules:
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     try:
-        import ray
-    except ImportError as exc:
+        return rayinit.import_ray(loopback=loopback)
+    except BackendUnavailableError as exc:
         raise BackendUnavailableError(
             "avdnn batch runs on Ray, which is not installed: pip install 'avdnn[ray]'"
-        ) from exc
-    return ray
+        ) from exc.__cause__
 
 
 @contextlib.contextmanager
@@ -187,14 +167,14 @@ def _ray(address: str | None, workers: int, num_cpus: float, num_gpus: float) ->
 
     A Ray already initialised in this process (a test, a notebook) is used as it is.
     """
-    ray = import_ray(loopback=address is None)
+    ray = import_ray(loopback=address is None or rayinit.is_loopback(address))
     if ray.is_initialized():
         yield
         return
     quiet = {"include_dashboard": False, "logging_level": logging.ERROR, "log_to_driver": False}
     if address is not None:
         if address != "auto" and "://" not in address:
-            _probe(address)  # Ray itself retries a dead address for many minutes
+            rayinit.probe(address)  # Ray itself retries a dead address for many minutes
         try:
             ray.init(address=address, **quiet)
         except ConnectionError as exc:  # what ray.init raises when it finds no cluster or cannot join it

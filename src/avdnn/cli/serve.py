@@ -4,6 +4,7 @@
     avdnn serve [--host 127.0.0.1] [--port 8080] [--token T | --no-auth] [--allow-host NAME]...
                 [--state DIR] [--config FILE] [--media-root DIR] [--model-dir DIR] [--allow-listen]
                 [--max-pipelines N] [--max-sources N] [--retry-interval S] [--stop-timeout S]
+                [--ray ADDRESS] [--max-sources-per-node N] [--failover-timeout S]
 
 Without a token given the service makes one, and this prints the page's URL with it once, to
 stderr as it is (every other line there is redacted, that one is the user's key).
@@ -28,6 +29,7 @@ __all__ = ["USAGE", "jobs_from_argv", "run_command"]
 USAGE = """usage: avdnn serve [--host 127.0.0.1] [--port 8080] [--token T | --no-auth] [--allow-host NAME]...
                    [--state DIR] [--config FILE] [--media-root DIR] [--model-dir DIR] [--allow-listen]
                    [--max-pipelines N] [--max-sources N] [--retry-interval S] [--stop-timeout S]
+                   [--ray ADDRESS] [--max-sources-per-node N] [--failover-timeout S]
 
 The long-running service: pipelines started, changed and stopped over REST (/api, the OpenAPI
 page at /docs), live previews, /metrics for Prometheus, /healthz and /readyz.
@@ -48,6 +50,10 @@ page at /docs), live previews, /metrics for Prometheus, /healthz and /readyz.
   --max-sources N      sources per pipeline (default 32)
   --retry-interval S   seconds between tries of an offline source (default 10)
   --stop-timeout S     seconds the pipelines get to stop on SIGTERM or DELETE (default 10)
+  --ray ADDRESS        run the sources on the Ray cluster at HOST:PORT (auto: RAY_ADDRESS's), one
+                       agent per node; this process is the API (needs avdnn[serve,ray] on every node)
+  --max-sources-per-node N  sources one node runs at most (default: no limit but its room)
+  --failover-timeout S seconds within which a lost node's sources run on the others (default 30)
 Needs the serve extra: pip install 'avdnn[serve]'. See docs/serve.md.
 """
 
@@ -79,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-sources", type=int, dest="max_sources")
     p.add_argument("--retry-interval", type=float, dest="retry_interval")
     p.add_argument("--stop-timeout", type=float, dest="stop_timeout")
+    p.add_argument("--ray")
+    p.add_argument("--max-sources-per-node", type=int, dest="max_sources_per_node")
+    p.add_argument("--failover-timeout", type=float, dest="failover_timeout")
     return p
 
 

@@ -4,8 +4,12 @@ cameras join a running pipeline's shared model, and each source has a live previ
 Layer 9, beside :mod:`avdnn.batch`: every pipeline runs on the public API (:mod:`avdnn.api`,
 :class:`~avdnn.api.OutputSet`), no second scheduler. The parts:
 
-* :mod:`.service`: the pipelines, their limits and persistence (:mod:`.state`), the watchdog;
-* :mod:`.pipeline` and :mod:`.source`: one pipeline, one source and its states and restarts,
+* :mod:`.service`: the head: the pipelines, their limits and persistence (:mod:`.state`);
+* :mod:`.nodes`: where each source runs, :mod:`.placement` the node with room, failover; the
+  runs are a node agent's (:mod:`.agent` the seam, :mod:`.host` the agent in this process and in
+  each agent actor of a Ray cluster, :mod:`.cluster` and :mod:`.rayagent` the cluster);
+* :mod:`.pipeline` and :mod:`.placed`: one pipeline, one source as the head knows it (its node,
+  its moves); :mod:`.source` a source's runs, states and restarts on its node,
   :mod:`.accounting` its counts over its runs, :mod:`.preview` its live view, :mod:`.history`
   its last minutes sampled once a second;
 * :mod:`.eventbus`: every run's events to the ``/api/events`` clients (Server-Sent Events);

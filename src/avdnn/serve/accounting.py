@@ -123,6 +123,10 @@ class Totals:
     #: seconds without frames between a run's end and the next run's first frame, and while its
     #: network output was away
     gap_seconds: float = 0.0
+    #: times it was placed on another node (its node lost, or drained), and the seconds from each
+    #: loss to its first frame on the next node (counted by the head, never by a node)
+    moves: int = 0
+    move_gap: float = 0.0
     latency_count: int = 0
     latency_sum: float = 0.0
     latency_buckets: list[int] = field(default_factory=lambda: [0] * len(LATENCY_EDGES))
@@ -163,6 +167,8 @@ class Totals:
         self.input_gap_ms += other.input_gap_ms
         self.output_reopens += other.output_reopens
         self.gap_seconds += other.gap_seconds
+        self.moves += other.moves
+        self.move_gap += other.move_gap
         self.latency_count += other.latency_count
         self.latency_sum += other.latency_sum
         self.latency_buckets = [a + b for a, b in zip(self.latency_buckets, other.latency_buckets, strict=True)]
@@ -194,6 +200,8 @@ class Totals:
             "restarts": dict(self.restarts),
             "output_reopens": self.output_reopens,
             "gap_seconds": round(self.gap_seconds, 3),
+            "moves": self.moves,
+            "move_gap_seconds": round(self.move_gap, 3),
             "runs": self.runs,
             "violations": list(self.violations),
             "balanced": not self.violations,

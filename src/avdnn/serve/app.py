@@ -32,7 +32,7 @@ from avdnn.serve.hosts import HostCheck
 from avdnn.serve.metrics import registry_for
 from avdnn.serve.openapi import ASSETS, docs_assets, install_schema
 from avdnn.serve.openapi import router as docs_router
-from avdnn.serve.routers import events, health, metrics, pipelines, previews, sources, web
+from avdnn.serve.routers import events, health, metrics, nodes, pipelines, previews, sources, web
 from avdnn.serve.security import BodyLimit, TokenGate
 from avdnn.serve.service import Service
 
@@ -60,7 +60,7 @@ def create_app(service: Service) -> FastAPI:
     )
     app.state.service = service
     app.state.registry = registry_for(service)
-    for module in (pipelines, sources, previews, events, metrics, health, web):
+    for module in (pipelines, sources, previews, nodes, events, metrics, health, web):
         app.include_router(module.router)
     app.include_router(docs_router)
     app.mount("/ui", web.static_files(), name="ui")

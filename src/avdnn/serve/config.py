@@ -73,6 +73,12 @@ class ServeConfig:
     #: ``/api/events`` streams open at once, and MJPEG previews (``preview.mjpg``); more: 503
     max_event_clients: int = 32
     max_viewers: int = 32
+    #: run the sources on a Ray cluster: its address (``HOST:PORT``, or ``auto``: ``RAY_ADDRESS``'s); None: here
+    ray: str | None = None
+    #: sources one node runs at most (None: no limit but its room)
+    max_sources_per_node: int | None = None
+    #: seconds within which the sources of a node (or agent) that died are running on the others
+    failover_timeout: float = 30.0
     #: pipelines started with the service (bodies of POST /api/pipelines), from --config
     pipelines: list[dict[str, Any]] = field(default_factory=list)
 
@@ -83,7 +89,16 @@ class ServeConfig:
                 raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}", option=name)
         if isinstance(self.history, bool) or not isinstance(self.history, int) or not 1 <= self.history <= MAX_HISTORY:
             raise InvalidArgumentError(f"Invalid history {self.history}: 1 to {MAX_HISTORY} seconds", option="history")
-        for name in ("retry_interval", "stall_after", "watchdog", "backoff", "stop_timeout", "preview_fps"):
+        if self.max_sources_per_node is not None and (
+            isinstance(self.max_sources_per_node, bool) or self.max_sources_per_node < 1
+        ):
+            raise InvalidArgumentError(
+                f"Invalid max_sources_per_node {self.max_sources_per_node}", option="max_sources_per_node"
+            )
+        if self.ray is not None and (not isinstance(self.ray, str) or not self.ray.strip()):
+            raise InvalidArgumentError("--ray takes a cluster's address: HOST:PORT or auto", option="ray")
+        names = ("retry_interval", "stall_after", "watchdog", "backoff", "stop_timeout", "preview_fps")
+        for name in (*names, "failover_timeout"):
             if not getattr(self, name) > 0:
                 raise InvalidArgumentError(f"Invalid {name} {getattr(self, name)}: more than 0", option=name)
         if self.token is not None and not self.token.strip():

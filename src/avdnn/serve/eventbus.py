@@ -1,14 +1,17 @@
 """The events of every pipeline on one bus, for ``GET /api/events``: a bounded queue per client.
 
-Each source's run is started inside :func:`avdnn.events.listen` (:meth:`EventBus.attach`, entered
-on the run's thread by ``OutputSet.start``'s ``scope``), so every ``events`` stage of its chain
-publishes here too, without a sink option. The listener's callback runs on the stage's thread and
-only appends: to a short ring of recent events (replayed to a client that reconnects with
-``Last-Event-ID``) and to each matching client's queue. A queue is bounded: a client that reads
-slower than events come loses the oldest, counted as dropped for the ``sse`` sink, and a
-pipeline never waits for a client; and at most ``max_event_clients`` clients are open at once
-(:class:`~avdnn.serve.slots.Slots`: one more is a 503). A client waits on an :class:`asyncio.Event` of its own loop,
-set from the stage's thread with ``call_soon_threadsafe`` (at most one wake pending per client).
+Each source's run is started inside :func:`avdnn.events.listen` (:meth:`EventTap.attach`, entered
+on the run's thread by ``OutputSet.start``'s ``scope``; the tap is its node agent's), so every
+``events`` stage of its chain publishes to the tap's callback too, without a sink option: the
+bus's :meth:`EventBus.publish` in the service's own process, or a relay that the head pulls
+from a node's agent and publishes on its bus (:mod:`avdnn.serve.cluster`). ``publish`` runs on
+the stage's thread (or the head's puller) and only appends: to a short ring of recent events
+(replayed to a client that reconnects with ``Last-Event-ID``) and to each matching client's queue.
+A queue is bounded: a client that reads slower than events come loses the oldest, counted as
+dropped for the ``sse`` sink, and a pipeline never waits for a client; and at most
+``max_event_clients`` clients are open at once (:class:`~avdnn.serve.slots.Slots`: one more is a
+503). A client waits on an :class:`asyncio.Event` of its own loop, set from the stage's thread
+with ``call_soon_threadsafe`` (at most one wake pending per client).
 """
 
 from __future__ import annotations
@@ -20,20 +23,72 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from avdnn.events import Subscription, listen
 from avdnn.serve.slots import Slot, Slots
 
-__all__ = ["RING", "SSE", "BusEvent", "Client", "EventBus"]
+__all__ = ["RING", "SSE", "BusEvent", "Client", "EventBus", "EventCounters", "EventTap", "Publish"]
 
 #: the name of the service's sink: the ListenerSink each run gets, and the clients' counts in /metrics
 SSE = "sse"
 #: recent events kept for clients reconnecting with Last-Event-ID
 RING = 256
 _TYPE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+class EventCounters(Protocol):
+    """What an event sink tells ``/metrics``: ``(sink, published, dropped)`` for each of its sinks.
+
+    The service's :class:`EventBus` is one (its ``sse`` sink), its nodes another (the runs'
+    ``listener`` sinks, and on a cluster the ``relay``); ``avdnn_events_published_total`` and
+    ``avdnn_events_dropped_total`` read every one.
+    """
+
+    def event_counts(self) -> Iterable[tuple[str, int, int]]: ...
+
+
+#: where a tap sends each event of a run: (pipeline, source, the event)
+Publish = Callable[[str, str, dict[str, Any]], None]
+
+
+class EventTap:
+    """The runs' side of the events: each run's ``events`` stages publish to ``publish``, counted.
+
+    Its counts are those of the runs' listener sinks (the ``listener`` row of ``/metrics``): the
+    events they took, and those they lost (none unless ``publish`` failed)."""
+
+    def __init__(self, publish: Publish) -> None:
+        self._publish = publish
+        self._lock = threading.Lock()
+        self._subscriptions: list[Subscription] = []
+        self._done = (0, 0)  # (published, dropped) of the subscriptions of ended runs
+
+    @contextlib.contextmanager
+    def attach(self, pipeline: str, source: str) -> Iterator[None]:
+        """The scope of one run of ``pipeline``/``source``: its events stages publish to the tap."""
+        with listen(callback=functools.partial(self._publish, pipeline, source), name=SSE) as sub:
+            with self._lock:
+                self._subscriptions.append(sub)
+            try:
+                yield
+            finally:
+                counts = (_published(sub), sub.dropped)  # the run has ended: its stages are closed
+                with self._lock:
+                    self._subscriptions.remove(sub)
+                    sent, lost = self._done
+                    self._done = (sent + counts[0], lost + counts[1])
+
+    def counts(self) -> tuple[int, int]:
+        """(published, dropped) of every run's listener sink so far, the running ones' included."""
+        with self._lock:
+            sent, lost = self._done
+            live = list(self._subscriptions)
+        for sub in live:
+            sent, lost = sent + _published(sub), lost + sub.dropped
+        return sent, lost
 
 
 @dataclass(frozen=True)
@@ -121,28 +176,11 @@ class EventBus:
         #: events handed to a client's stream, and lost from a slow client's queue (the ``sse`` sink)
         self.published = 0
         self.dropped = 0
-        self._subscriptions: list[Subscription] = []
-        self._listener_done = (0, 0)  # (published, dropped) of the subscriptions of ended runs
 
-    # -- the pipelines' side (the events stages' threads) -----------------------------------
-
-    @contextlib.contextmanager
-    def attach(self, pipeline: str, source: str) -> Iterator[None]:
-        """The scope of one run of ``pipeline``/``source``: its events stages publish to the bus."""
-        with listen(callback=functools.partial(self.publish, pipeline, source), name=SSE) as sub:
-            with self.lock:
-                self._subscriptions.append(sub)
-            try:
-                yield
-            finally:
-                counts = (_published(sub), sub.dropped)  # the run has ended: its stages are closed
-                with self.lock:
-                    self._subscriptions.remove(sub)
-                    sent, lost = self._listener_done
-                    self._listener_done = (sent + counts[0], lost + counts[1])
+    # -- the runs' side (their taps' callbacks) ------------------------------------------
 
     def publish(self, pipeline: str, source: str, record: dict[str, Any]) -> None:
-        """One event of a run (the listener's callback): queued for every client that wants it."""
+        """One event of a run (its tap's callback): queued for every client that wants it."""
         kind = str(record.get("type", ""))
         data = json.dumps(
             {"pipeline": pipeline, "source": source, "event": record}, ensure_ascii=False, separators=(",", ":")
@@ -206,14 +244,9 @@ class EventBus:
     # -- /metrics ---------------------------------------------------------------------------
 
     def event_counts(self) -> Iterable[tuple[str, int, int]]:
-        """``(sink, published, dropped)``: the runs' listener sinks (events the bus took), and the clients."""
+        """``(sink, published, dropped)`` of the clients (the runs' taps count the ``listener`` row)."""
         with self.lock:
-            sent, lost = self._listener_done
-            live = list(self._subscriptions)
-            clients = (self.published, self.dropped)
-        for sub in live:
-            sent, lost = sent + _published(sub), lost + sub.dropped
-        return [("listener", sent, lost), (SSE, *clients)]
+            return [(SSE, self.published, self.dropped)]
 
 
 def _published(sub: Subscription) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 from avdnn._util.redact import redact_text
 from avdnn.serve.errors import UnknownError
 from avdnn.serve.pipeline import shown_spec
-from avdnn.serve.source import ServedSource
+from avdnn.serve.placed import PlacedSource
 from avdnn.serve.specs import ArgsPipeline, PipelineSpec
 
 __all__ = ["FailedPipeline"]
@@ -39,10 +39,10 @@ class FailedPipeline:
             return "unknown"
         return "args" if isinstance(self.spec, ArgsPipeline) else "template"
 
-    def source(self, sid: str) -> ServedSource:
+    def source(self, sid: str) -> PlacedSource:
         raise UnknownError(f"pipeline '{self.id}' failed at start: it has no source '{sid}'")
 
-    def current(self) -> list[ServedSource]:
+    def current(self) -> list[PlacedSource]:
         return []
 
     def lingering(self) -> list[str]:

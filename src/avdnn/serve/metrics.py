@@ -1,23 +1,25 @@
 """``/metrics``: the service's accounting in Prometheus text, read from the runs when scraped.
 
-Nothing is counted twice: a custom collector reads, at each scrape, the same totals the status
-and the final accounting show (:mod:`avdnn.serve.accounting`), so the counters equal them
-exactly. The registry is the app's own (tests stay apart). Labels carry ids, stages and causes,
-never a URL: a cause is avdnn's redacted one-line text, and the causes are bounded: the first
-:data:`CAUSE_LABELS` distinct ones keep their text (at most :data:`CAUSE_LENGTH` characters), every
-later one is counted under ``other`` (:class:`CauseLabels`), so free-text failures cannot grow the
-series without end. Departed sources beyond ``keep_departed`` are one row, ``source="_departed"``.
-The families:
+Nothing is counted twice: a custom collector reads, at each scrape, the same totals the status and
+the final accounting show (:mod:`avdnn.serve.accounting`), so the counters equal them exactly. A
+source's counters follow it across nodes (they are its totals on every node it ran on, never cut in
+two at a move); where it runs now is ``avdnn_source_node``. A model instance is one per node, so
+its families carry the ``node``. The registry is the app's own (tests stay apart). Labels carry
+ids, stages and causes, never a URL: a cause is avdnn's redacted one-line text, and the causes are
+bounded: the first :data:`CAUSE_LABELS` distinct ones keep their text (at most :data:`CAUSE_LENGTH`
+characters), every later one is counted under ``other`` (:class:`CauseLabels`), so free-text
+failures cannot grow the series without end. Departed sources beyond ``keep_departed`` are one row,
+``source="_departed"``. The families:
 
 ======================================  =========  ==============================================
 ``avdnn_frames_total``                  counter    pipeline, source, stage (read, written, failed,
                                                    dropped), cause (failed/dropped only)
 ``avdnn_latency_seconds``               histogram  pipeline, source: input to output, every run
-``avdnn_inference_seconds``             histogram  pipeline, instance: the backend's run of a batch
-``avdnn_instance_batch_size``           gauge      pipeline, instance: inferences per batch
-``avdnn_instance_inferences_total``     counter    pipeline, instance
-``avdnn_instance_batches_total``        counter    pipeline, instance
-``avdnn_instance_streams``              gauge      pipeline, instance: streams it has served
+``avdnn_inference_seconds``             histogram  pipeline, instance, node: the backend's run of a batch
+``avdnn_instance_batch_size``           gauge      pipeline, instance, node: inferences per batch
+``avdnn_instance_inferences_total``     counter    pipeline, instance, node
+``avdnn_instance_batches_total``        counter    pipeline, instance, node
+``avdnn_instance_streams``              gauge      pipeline, instance, node: streams it has served
 ``avdnn_reconnects_total``              counter    pipeline, source: the live input's reopenings
 ``avdnn_restarts_total``                counter    pipeline, source, cause (offline, output, watchdog)
 ``avdnn_output_reopens_total``          counter    pipeline, source: network output reconnections
@@ -26,6 +28,12 @@ The families:
 ``avdnn_source_up``                     gauge      pipeline, source: 1 while frames flow
 ``avdnn_source_fps``                    gauge      pipeline, source
 ``avdnn_preview_frames_total``          counter    pipeline, source, outcome (sent, skipped)
+``avdnn_source_node``                   gauge      pipeline, source, node: 1 on the node it runs on
+``avdnn_moves_total``                   counter    pipeline, source: placed on another node
+``avdnn_move_gap_seconds_total``        counter    pipeline, source: from a loss to its next frame
+``avdnn_node_up``                       gauge      node: 1 while its agent answers
+``avdnn_node_sources``                  gauge      node: the sources placed on it
+``avdnn_node_cpu``                      gauge      node: its agent's CPU, in CPUs
 ``avdnn_pipelines``                     gauge      state (``failed`` counts those that failed at start)
 ``avdnn_runs_left_behind``              gauge      runs stopped but still blocked in their input
 ``avdnn_events_published_total``        counter    sink: ``listener`` (the runs' events the service
@@ -125,16 +133,22 @@ class ServiceCollector(Collector):
         preview = CounterMetricFamily(
             "avdnn_preview_frames", "Preview frames sent and skipped", labels=["pipeline", "source", "outcome"]
         )
+        where = ["pipeline", "instance", "node"]
         inference = HistogramMetricFamily(
-            "avdnn_inference_seconds", "The backend's time to run one batch", labels=["pipeline", "instance"]
+            "avdnn_inference_seconds", "The backend's time to run one batch", labels=where
         )
-        batch = GaugeMetricFamily(
-            "avdnn_instance_batch_size", "Inferences per batch (mean)", labels=["pipeline", "instance"]
+        batch = GaugeMetricFamily("avdnn_instance_batch_size", "Inferences per batch (mean)", labels=where)
+        inferences = CounterMetricFamily("avdnn_instance_inferences", "Inferences", labels=where)
+        batches = CounterMetricFamily("avdnn_instance_batches", "Batches run", labels=where)
+        streams = GaugeMetricFamily("avdnn_instance_streams", "Streams the instance has served", labels=where)
+        on = GaugeMetricFamily(
+            "avdnn_source_node", "1 on the node the source runs on", labels=["pipeline", "source", "node"]
         )
-        inferences = CounterMetricFamily("avdnn_instance_inferences", "Inferences", labels=["pipeline", "instance"])
-        batches = CounterMetricFamily("avdnn_instance_batches", "Batches run", labels=["pipeline", "instance"])
-        streams = GaugeMetricFamily(
-            "avdnn_instance_streams", "Streams the instance has served", labels=["pipeline", "instance"]
+        moves = CounterMetricFamily(
+            "avdnn_moves", "Times the source was placed on another node", labels=["pipeline", "source"]
+        )
+        move_gaps = CounterMetricFamily(
+            "avdnn_move_gap_seconds", "Seconds from a loss of its node to its next frame", labels=["pipeline", "source"]
         )
         states = dict.fromkeys(STATES, 0)
         states["failed"] += len(self._service.failed())
@@ -155,14 +169,18 @@ class ServiceCollector(Collector):
                     restarts.add_metric([*ids, cause], n)
                 gaps.add_metric(ids, t.gap_seconds)
                 reopens.add_metric(ids, t.output_reopens)
+                moves.add_metric(ids, t.moves)
+                move_gaps.add_metric(ids, t.move_gap)
                 up.add_metric(ids, 1.0 if state == "running" else 0.0)
                 fps.add_metric(ids, served.fps() if served is not None else 0.0)
+                if served is not None and served.node is not None and not served.removing:
+                    on.add_metric([*ids, served.node], 1.0)
                 if served is not None:
                     counts = served.preview.counts()
                     preview.add_metric([*ids, "sent"], counts["sent"])
                     preview.add_metric([*ids, "skipped"], counts["skipped"])
-            for report in p.outputs.instances():
-                ids = [p.id, report.name]
+            for node, report in p.instances():
+                ids = [p.id, report.name, node]
                 cumulative = report.run_times.cumulative()
                 inference.add_metric(
                     ids,
@@ -184,8 +202,20 @@ class ServiceCollector(Collector):
             for sink, sent, lost in source.event_counts():
                 published.add_metric([redact_text(sink)], sent)
                 dropped.add_metric([redact_text(sink)], lost)
-        yield from (frames, latency, reconnects, restarts, reopens, gaps, up, fps, preview)
+        yield from (frames, latency, reconnects, restarts, reopens, gaps, up, fps, preview, on, moves, move_gaps)
         yield from (inference, batch, inferences, batches, streams, pipelines, behind, published, dropped)
+        yield from self._nodes()
+
+    def _nodes(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("avdnn_node_up", "1 while the node's agent answers", labels=["node"])
+        held = GaugeMetricFamily("avdnn_node_sources", "Sources placed on the node", labels=["node"])
+        cpu = GaugeMetricFamily("avdnn_node_cpu", "The node agent's CPU, in CPUs", labels=["node"])
+        for row in self._service.nodes.listed():
+            up.add_metric([row["id"]], 1.0 if row["agent"] == "up" and row["alive"] else 0.0)
+            held.add_metric([row["id"]], row["source_count"])
+            if row["load"]["cpu"] is not None:
+                cpu.add_metric([row["id"]], row["load"]["cpu"])
+        yield from (up, held, cpu)
 
 
 def registry_for(service: Service) -> CollectorRegistry:

@@ -77,6 +77,7 @@ def make_server(config: ServeConfig, parser: CommandParser | None = None) -> _Se
     if config.no_auth:
         log.warning("avdnn serve: --no-auth: no token; every user and program of this machine can drive the service")
     service = Service(config, parser)
+    service.nodes.join()  # a cluster that is not there: its one-line error now, not a server that cannot start
     app = create_app(service)
     uv = uvicorn.Config(
         app,

@@ -1,63 +1,55 @@
-"""The service's state: its pipelines, their limits, their persistence, the watchdog keeping them up.
+"""The service's state: its pipelines, their limits, their persistence, the nodes that run them.
 
-One :class:`Service` per process, handed to the routers as a dependency (never a global). Its
-pipelines run on the public API only (:class:`~avdnn.api.OutputSet`, one per pipeline); argv is
-turned into jobs by the CLI's own parser, handed in as :data:`~avdnn.serve.pipeline.CommandParser`
+One :class:`Service` per process, handed to the routers as a dependency (never a global). It is the
+head: its pipelines' sources run on node agents (:mod:`avdnn.serve.nodes`): one in this process
+(:class:`~avdnn.serve.host.LocalNodes`), or one per node of a Ray cluster with ``ray``
+(:mod:`avdnn.serve.cluster`); either way on the public API only (:class:`~avdnn.api.OutputSet`);
+argv is turned into jobs by the CLI's own parser, handed in as :data:`~avdnn.serve.pipeline.CommandParser`
 (the service sits below the CLI and never imports it). A deleted pipeline stays readable, with
 its final accounting and in ``/metrics``, among the last :data:`KEEP_ENDED` ended ones; one whose
 run was left behind (blocked in its input past ``stop_timeout``) still counts against
 ``max_pipelines`` until that run has ended. A pipeline that could not be started from the state
-or the config file is a listed ``failed`` one (:mod:`avdnn.serve.failed`). Every
-source of a running pipeline is sampled into its history once a second by one thread of the
-service's own (:mod:`avdnn.serve.history`): a timer like the watchdog's, apart from it, so that a
-restart the watchdog makes never holds the samples up.
+or the config file is a listed ``failed`` one (:mod:`avdnn.serve.failed`). Each agent keeps its
+sources up (restarts, the watchdog) and samples their history itself.
+
+On a cluster with ``--state``, a head that stops leaves the runs going (its agents are detached
+actors) and the next head adopts them; without ``--state`` nothing could adopt them, so it stops them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
-
-from pydantic import ValidationError
+from typing import Any
 
 from avdnn import api
 from avdnn.errors import AvdnnError, InvalidArgumentError
+from avdnn.serve.cluster import RayNodes
 from avdnn.serve.config import ServeConfig
 from avdnn.serve.confine import confined_parser
 from avdnn.serve.errors import ConflictError, LimitError, UnavailableError, UnknownError
-from avdnn.serve.eventbus import EventBus
+from avdnn.serve.eventbus import EventBus, EventCounters
 from avdnn.serve.failed import FailedPipeline
-from avdnn.serve.history import INTERVAL
+from avdnn.serve.host import LocalNodes
+from avdnn.serve.nodes import Nodes, NodeSource
 from avdnn.serve.pipeline import CommandParser, ServedPipeline
 from avdnn.serve.sessions import Sessions
 from avdnn.serve.slots import Slots
-from avdnn.serve.specs import ArgsPipeline, PipelineSpec, SourceSpec, TemplatePipeline
+from avdnn.serve.specs import ID, PipelineSpec, SourceSpec, parse_spec
 from avdnn.serve.state import Entry, StateDir
 from avdnn.serve.tokens import service_token
-from avdnn.serve.watchdog import Watchdog
 
-__all__ = ["KEEP_ENDED", "EventCounters", "Service"]
+__all__ = ["KEEP_ENDED", "Service"]
 
 log = logging.getLogger("avdnn.serve")
 
 #: deleted pipelines kept readable (their final accounting, their metrics)
 KEEP_ENDED = 16
-
-
-class EventCounters(Protocol):
-    """What an event sink tells ``/metrics``: ``(sink, published, dropped)`` for each of its sinks.
-
-    The service's :class:`~avdnn.serve.eventbus.EventBus` is the first (its ``listener`` and ``sse``
-    sinks); ``avdnn_events_published_total`` and ``avdnn_events_dropped_total`` read every one.
-    """
-
-    def event_counts(self) -> Iterable[tuple[str, int, int]]: ...
 
 
 def _no_parser(argv: Sequence[str]) -> list[api.Job]:
@@ -90,11 +82,15 @@ class Service:
         self.token, self.token_made = token.value, token.made
         #: the web page's sessions (their cookies), checked by the gate
         self.sessions = Sessions(config.session_ttl)
-        self._watchdog = Watchdog(min(1.0, config.watchdog / 4), self._check)
-        self._sampler = Watchdog(INTERVAL, self._sample, name="avdnn-serve-history")
-        #: every pipeline's events, for GET /api/events (its counts are the sse and listener sinks')
+        #: every pipeline's events, for GET /api/events (its counts are the sse sink's)
         self.events = EventBus(config.events_queue, config.max_event_clients)
-        self.event_counters: list[EventCounters] = [self.events]
+        source: NodeSource = (
+            LocalNodes(config, self.events.publish) if config.ray is None else RayNodes(config, keep=self._keeps())
+        )
+        #: where the sources run (the runs' events come to the bus through it; it counts the ``listener`` sink)
+        self.nodes = Nodes(config, source, self.events.publish)
+        self.nodes.on_moved = self._moved
+        self.event_counters: list[EventCounters] = [self.events, self.nodes]
         #: the MJPEG previews open (``preview.mjpg``): past ``max_viewers``, a 503
         self.viewers = Slots(config.max_viewers, "MJPEG previews (max_viewers)")
         self.started_at = time.time()
@@ -103,13 +99,19 @@ class Service:
 
     # -- life -------------------------------------------------------------------------------
 
+    def _keeps(self) -> bool:
+        """Whether a stopping head leaves its runs to the next one (a cluster, with ``--state``)."""
+        return self.config.ray is not None and self._state is not None
+
     def start(self) -> None:
-        """Start the watchdog, then the pipelines kept in the state and those of the config file;
-        one that cannot start is a ``failed`` pipeline, never a service that does not start."""
-        self._watchdog.start()
-        self._sampler.start()
+        """Start the nodes' agents, then the pipelines kept in the state (adopting the runs that go
+        on) and those of the config file; one that cannot start is a ``failed`` pipeline, never a
+        service that does not start."""
+        self.nodes.start(wait=0.0 if self.config.ray is None else self.config.failover_timeout)
+        entries = self._state.load() if self._state is not None else []
+        self.nodes.at_least(max((e for entry in entries for _, e in entry.placements.values()), default=0))
         restored: set[str] = set()
-        for entry in self._state.load() if self._state is not None else []:
+        for entry in entries:
             self._next = max(self._next, entry.order + 1)
             if entry.id is not None:
                 restored.add(entry.id)
@@ -120,6 +122,7 @@ class Service:
                 continue  # kept in the state already (with its sources as they were)
             self._start_configured(raw)
         self.ready = True
+        self.nodes.ready = True
 
     def _restore(self, entry: Entry) -> None:
         pid = entry.id if entry.id is not None else self._failed_id(entry.path.stem)
@@ -127,12 +130,12 @@ class Service:
             self._fail(FailedPipeline(pid, entry.cause or "unreadable", path=entry.path))
             return
         try:
-            spec = _parse(entry.spec)
+            spec = parse_spec(entry.spec)
         except InvalidArgumentError as exc:
             self._fail(FailedPipeline(pid, exc.oneline(), path=entry.path))
             return
         try:
-            self.create(spec, pid=pid, order=entry.order, save=False)
+            self.create(spec, pid=pid, order=entry.order, save=False, kept=entry.placements)
         except AvdnnError as exc:
             self._fail(FailedPipeline(pid, exc.oneline(), spec=spec, path=entry.path))
             return
@@ -140,10 +143,10 @@ class Service:
 
     def _start_configured(self, raw: dict[str, Any]) -> None:
         name = raw.get("name")
-        pid = name if isinstance(name, str) and _ID.match(name) else None
+        pid = name if isinstance(name, str) and ID.match(name) else None
         spec: PipelineSpec | None = None
         try:
-            spec = _parse(raw)
+            spec = parse_spec(raw)
             pipeline = self.create(spec)
         except AvdnnError as exc:
             self._fail(FailedPipeline(pid or self._failed_id("config"), exc.oneline(), spec=spec))
@@ -157,7 +160,7 @@ class Service:
 
     def _failed_id(self, stem: str) -> str:
         """A listed id for a failed pipeline whose own is none (its file's name when it can be one)."""
-        if _ID.match(stem) and stem not in self._failed and stem not in self._pipelines:
+        if ID.match(stem) and stem not in self._failed and stem not in self._pipelines:
             return stem
         n = 1
         while f"failed{n}" in self._failed or f"failed{n}" in self._pipelines:
@@ -165,7 +168,8 @@ class Service:
         return f"failed{n}"
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop every pipeline at once, each within the one bound (their outputs finished).
+        """Stop every pipeline at once, each within the one bound (their outputs finished); on a
+        cluster with ``--state``, leave them running for the next head instead.
 
         ``stopping`` is set under the lock that every create and join reserves under: one that
         reserved before is in the list stopped here (it finds its pipeline stopped and gives up),
@@ -174,38 +178,46 @@ class Service:
             self.stopping.set()
             self.ready = False
             pipelines = list(self._pipelines.values())
+        keep = self._keeps()
+        if keep:  # the monitor first: it never takes a run it no longer sees placed for a stale one
+            self.nodes.close(keep=True)
         bound = self.config.stop_timeout if timeout is None else timeout
-        threads = [threading.Thread(target=p.stop, args=(bound,), daemon=True) for p in pipelines]
+        threads = [
+            threading.Thread(target=p.release if keep else p.stop, args=() if keep else (bound,), daemon=True)
+            for p in pipelines
+        ]
         for t in threads:
             t.start()
         for t in threads:
             t.join(bound + 2)
-        self._watchdog.stop()
-        self._sampler.stop()
-        log.info("avdnn serve: %d pipeline(s) stopped", len(pipelines))
+        if not keep:
+            self.nodes.close(keep=False)
+        if keep:
+            log.info("avdnn serve: %d pipeline(s) left running on the cluster for the next head", len(pipelines))
+        else:
+            log.info("avdnn serve: %d pipeline(s) stopped", len(pipelines))
 
-    def _check(self) -> None:
-        now = time.monotonic()
+    def _moved(self, pid: str) -> None:
+        """Sources of ``pid`` moved: their placements are kept (a state that cannot be written is logged)."""
         with self._lock:
-            pipelines = list(self._pipelines.values())
-        for p in pipelines:
-            for source in p.current():
-                source.check(now)
-
-    def _sample(self) -> None:
-        t = time.time()  # the samples' time is the browser's kind: seconds since the epoch
-        with self._lock:
-            pipelines = list(self._pipelines.values())
-        for p in pipelines:
-            for source in p.current():
-                source.sample(t)
+            pipeline = self._pipelines.get(pid)
+        if pipeline is not None:
+            with contextlib.suppress(UnavailableError):  # logged by _save; the next change writes it again
+                self._save(pipeline)
 
     # -- pipelines --------------------------------------------------------------------------
 
     def create(
-        self, spec: PipelineSpec, *, pid: str | None = None, order: int | None = None, save: bool = True
+        self,
+        spec: PipelineSpec,
+        *,
+        pid: str | None = None,
+        order: int | None = None,
+        save: bool = True,
+        kept: dict[str, tuple[str, int]] | None = None,
     ) -> ServedPipeline:
-        """Check ``spec``, start its sources, keep it; 4xx errors for what cannot run.
+        """Check ``spec``, place its sources, keep it; 4xx errors for what cannot run. ``kept``: its
+        sources' placements before a restart (adopted where their runs go on).
 
         A state that cannot be written rolls it back: stopped, 503 (it would not come back)."""
         with self._lock:  # the name and the slot reserved at once, or refused
@@ -222,14 +234,12 @@ class Service:
                 )
             order = self._next if order is None else order
             self._next = max(self._next, order + 1)
-            pipeline = ServedPipeline(
-                pid, spec, parser=self._parser, config=self.config, watchdog=self._watchdog, events=self.events
-            )
+            pipeline = ServedPipeline(pid, spec, parser=self._parser, config=self.config, nodes=self.nodes)
             self._pipelines[pid] = pipeline  # held while it starts: the name is taken
             self._order[pid] = order
         try:
             pipeline.check()
-            pipeline.start()
+            pipeline.start(kept)
             if save:
                 self._save(pipeline)
         except BaseException as exc:
@@ -281,10 +291,8 @@ class Service:
             return [*self._pipelines.values(), *self._ended.values()]
 
     def left_behind(self) -> int:
-        """Runs stopped but still blocked in their input, in every pipeline (deleted ones too)."""
-        with self._lock:
-            pipelines = {id(p): p for p in (*self._pipelines.values(), *self._ended.values(), *self._left.values())}
-        return sum(len(p.lingering()) for p in pipelines.values())
+        """Runs stopped but still blocked in their input, on every node (deleted pipelines' too)."""
+        return self.nodes.left_behind()
 
     def failed(self) -> list[FailedPipeline]:
         """The pipelines that could not be started from the state or the config file."""
@@ -367,7 +375,7 @@ class Service:
             if order is None:
                 return
             try:
-                self._state.save(pipeline.id, order, pipeline.spec.model_dump())
+                self._state.save(pipeline.id, order, pipeline.spec.model_dump(), pipeline.placements())
             except AvdnnError as exc:
                 log.error("avdnn serve: %s: the state was not written: %s", pipeline.id, exc.oneline())
                 raise UnavailableError(f"the state could not be written ({exc.message})") from exc
@@ -392,18 +400,3 @@ class Service:
                 }
             )
         return {"pipelines": rows}
-
-
-#: a pipeline id (specs.Id)
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
-
-def _parse(raw: dict[str, Any]) -> PipelineSpec:
-    """A kept or configured spec as the API would take it; its errors name the fields, never the values."""
-    try:
-        return ArgsPipeline(**raw) if "args" in raw else TemplatePipeline(**raw)
-    except ValidationError as exc:
-        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
-        raise InvalidArgumentError(f"not a valid pipeline spec: {where}") from None
-    except TypeError as exc:
-        raise InvalidArgumentError(f"not a valid pipeline spec: {exc}") from None

@@ -271,7 +271,6 @@ class ServedSource:
             if not ended:
                 self.cause = f"still blocked in its input after {timeout:g} s: left behind"
                 log.warning("%s: %s", self._key, self.cause)
-        self.preview.closed.set()
         self.sample(time.time())  # its history ends on its final accounting
         return ended
 
@@ -346,8 +345,9 @@ class ServedSource:
         self._lat_mark = (latency, latency.snapshot())
         return p95
 
-    def sample(self, t: float) -> None:
-        """One sample of it into its history (the service's sampler, once a second; its stop)."""
+    def sample(self, t: float) -> Totals:
+        """One sample of it into its history (its agent's sampler, once a second; its stop); the
+        totals it read."""
         with self._lock:  # read and kept under the one lock: the samples are in the order of the reads
             run = self._live()
             totals = self._totals.plus(run)
@@ -360,9 +360,14 @@ class ServedSource:
                 written=totals.written,
                 dropped=totals.dropped,
             )
+        return totals
 
     def status(self) -> dict[str, Any]:
         """The source as the API shows it: state, the accounting of its runs, fps, latency."""
+        return self.snapshot()[0]
+
+    def snapshot(self) -> tuple[dict[str, Any], Totals]:
+        """Its status and the totals in it, read at once."""
         with self._lock:
             now = time.monotonic()
             state = self._state_locked(now)
@@ -380,7 +385,6 @@ class ServedSource:
                 "latency": {"p50": None if lat is None else lat.p50, "p95": None if lat is None else lat.p95},
                 "outputs": list(self.output_names),
                 "outputs_total": self._started,
-                "preview": self.preview.counts(),
                 "retry_in": self._watchdog.due_in(self._key) if state in ("offline", "reconnecting") else None,
             }
-        return out
+        return out, totals

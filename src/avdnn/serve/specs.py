@@ -7,14 +7,22 @@ length, so a request cannot make the service build an unbounded command line.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StringConstraints, Tag, ValidationError
 
-__all__ = ["ArgsPipeline", "Id", "PipelineBody", "PipelineSpec", "SourceSpec", "TemplatePipeline"]
+from avdnn.errors import InvalidArgumentError
 
-Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")]
+__all__ = ["ID", "ArgsPipeline", "Id", "PipelineBody", "PipelineSpec", "SourceSpec", "TemplatePipeline", "parse_spec"]
+
+#: a pipeline's or a source's id
+ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+Id = Annotated[str, StringConstraints(pattern=ID.pattern)]
 Arg = Annotated[str, StringConstraints(max_length=8192)]
+#: a resource a node must have, as Ray names them (``CPU``, ``GPU``, a custom one), and its amount
+ResourceName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")]
+Amount = Annotated[float, Field(ge=0, le=1e6)]
 
 
 class SourceSpec(BaseModel):
@@ -38,7 +46,9 @@ class ArgsPipeline(BaseModel):
 class TemplatePipeline(BaseModel):
     """One chain for many sources: each source runs ``chain`` into its own ``output``.
 
-    ``{source}`` in ``chain`` (in option values), ``output`` and ``input_options`` is the source's id.
+    ``{source}`` in ``chain`` (in option values), ``output`` and ``input_options`` is the source's
+    id, ``{node}`` the id of the node it runs on. ``resources``: what a node must have to run one of
+    its sources, as Ray names them (``{"GPU": 1}``): no source goes to a node without them.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -48,6 +58,9 @@ class TemplatePipeline(BaseModel):
     output: list[Arg] = Field(min_length=1, max_length=256)
     input_options: list[Arg] = Field(default_factory=list, max_length=256)
     sources: list[SourceSpec] = Field(default_factory=list)
+    resources: dict[ResourceName, Amount] = Field(
+        default_factory=dict, max_length=16, json_schema_extra={"additionalProperties": False}
+    )
 
 
 PipelineSpec = ArgsPipeline | TemplatePipeline
@@ -64,3 +77,14 @@ def _kind(body: Any) -> str:
 PipelineBody = Annotated[
     Annotated[ArgsPipeline, Tag("args")] | Annotated[TemplatePipeline, Tag("template")], Discriminator(_kind)
 ]
+
+
+def parse_spec(raw: dict[str, Any]) -> PipelineSpec:
+    """A kept or configured spec as the API would take it; its errors name the fields, never the values."""
+    try:
+        return ArgsPipeline(**raw) if "args" in raw else TemplatePipeline(**raw)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise InvalidArgumentError(f"not a valid pipeline spec: {where}") from None
+    except TypeError as exc:
+        raise InvalidArgumentError(f"not a valid pipeline spec: {exc}") from None

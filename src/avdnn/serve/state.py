@@ -1,12 +1,13 @@
 """``--state DIR``: the pipelines' specs kept on disk, so that they come back after a restart.
 
-One JSON file per pipeline (``DIR/pipelines/ID.json``: its id, its place in the order of creation
-and the spec as asked, with the sources it has now), written atomically: a temporary file in
-the same directory, flushed and synced, then renamed over the old one, and the directory synced,
-so a crash leaves the old spec or the new one, never half of one; a write that fails (a full
-disk, a read-only directory) raises avdnn's error and leaves the old file as it was. The specs hold
-the sources' URLs as given, credentials included (they are needed to connect again): the directory
-is made ``0700`` and the files ``0600``.
+One JSON file per pipeline (``DIR/pipelines/ID.json``: its id, its place in the order of creation,
+the spec as asked with the sources it has now, and where each source runs: its node and its
+placement's epoch, so that a head restarted on a cluster adopts the runs still going), written
+atomically: a temporary file in the same directory, flushed and synced, then renamed over the
+old one, and the directory synced, so a crash leaves the old spec or the new one, never half of
+one; a write that fails (a full disk, a read-only directory) raises avdnn's error and leaves the
+old file as it was. The specs hold the sources' URLs as given, credentials included (they are
+needed to connect again): the directory is made ``0700`` and the files ``0600``.
 
 Reading them back never stops at a bad file: broken JSON, an id that is not a pipeline id or not the
 file's name (``../../x``), a missing field each give an entry with its cause instead of a spec
@@ -22,7 +23,7 @@ import logging
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,8 @@ class Entry:
     order: int
     spec: dict[str, Any] | None
     cause: str | None = None
+    #: where each source ran: ``{source: (node, epoch)}``
+    placements: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 log = logging.getLogger("avdnn.serve")
@@ -59,9 +62,14 @@ class StateDir:
         except OSError as exc:
             raise from_errno(exc.errno or errno.EIO, exc.strerror, file=str(self.dir)) from exc
 
-    def save(self, pid: str, order: int, spec: dict[str, Any]) -> None:
-        """Write ``spec`` for pipeline ``pid`` atomically (replacing what was there)."""
-        data = json.dumps({"id": pid, "order": order, "spec": spec}, indent=1).encode()
+    def save(
+        self, pid: str, order: int, spec: dict[str, Any], placements: dict[str, dict[str, Any]] | None = None
+    ) -> None:
+        """Write ``spec`` and its sources' ``placements`` for pipeline ``pid`` atomically (replacing it)."""
+        entry: dict[str, Any] = {"id": pid, "order": order, "spec": spec}
+        if placements:
+            entry["placements"] = placements
+        data = json.dumps(entry, indent=1).encode()
         path = self.dir / f"{pid}.json"
         try:
             fd, tmp = tempfile.mkstemp(prefix=f".{pid}.", suffix=".tmp", dir=self.dir)
@@ -128,4 +136,11 @@ def _read(path: Path) -> Entry:
         raise ValueError("its id is not a pipeline id (letters, digits, '_' and '-', 64 at most)")
     if path.name != f"{pid}.json":
         raise ValueError("its id is not its file's name")
-    return Entry(path, pid, order, spec)
+    placements = {}
+    for sid, where in dict(entry.get("placements") or {}).items():
+        if not isinstance(where, dict):
+            continue
+        node, epoch = where.get("node"), where.get("epoch")
+        if isinstance(sid, str) and isinstance(node, str) and isinstance(epoch, int) and epoch > 0:
+            placements[sid] = (node, epoch)  # anything else: placed anew
+    return Entry(path, pid, order, spec, placements=placements)

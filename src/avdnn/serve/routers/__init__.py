@@ -1,2 +1,2 @@
 """One router per resource, as Frigate's ``frigate/api/`` is: pipelines, sources, previews, events,
-metrics, health, and the web page (``/`` and its session)."""
+metrics, health, nodes, and the web page (``/`` and its session)."""

@@ -1,11 +1,12 @@
 """The annotated live view: ``preview.mjpg`` (multipart MJPEG at a capped rate) and ``snapshot.jpg``.
 
 Both show the chain's output, so what the chain draws (boxes, zones, labels) is there. A viewer
-takes the newest frame when it is ready for one and encodes it on a worker thread; the pipeline
-never waits for a viewer, and the frames a viewer did not show are counted as skipped. At most
-``max_viewers`` MJPEG streams are open at once (one more: 503); a stream ends at once when its
-source goes or the service stops, whatever its rate (its wait between frames looks every
-:data:`_LOOK` seconds).
+asks the source's agent for the newest frame when it is ready for one, encoded as a JPEG on a
+worker thread (of this process, or of the node that runs the source: it comes through the head,
+at the viewer's capped rate); the pipeline never waits for a viewer, and the frames a viewer did
+not show are counted as skipped. At most ``max_viewers`` MJPEG streams are open at once (one
+more: 503); a stream ends at once when its source goes or the service stops, whatever its rate
+(its wait between frames looks every :data:`_LOOK` seconds).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ async def preview(
     served = service.get(pid).source(sid)
     feed = served.preview
     rate = min(fps or service.config.preview_fps, service.config.preview_max_fps)
-    encoder = api.JpegEncoder(quality=q, max_width=width)
+    api.JpegEncoder(quality=q, max_width=width)  # its options checked before the answer
     slot = service.viewers.take()  # before the answer: past max_viewers, a 503
 
     def over() -> bool:
@@ -69,13 +70,13 @@ async def preview(
         last = 0
         try:
             while not over():
-                seq, frame = feed.latest()
-                if seq != last and frame is not None:
-                    try:
-                        jpeg = await anyio.to_thread.run_sync(encoder.encode, frame)
-                    except AvdnnError as exc:
-                        log.warning("%s/%s: preview ended: %s", pid, sid, exc.oneline())
-                        return
+                try:
+                    got = await anyio.to_thread.run_sync(served.frame, last, width, q)
+                except AvdnnError as exc:
+                    log.warning("%s/%s: preview ended: %s", pid, sid, exc.oneline())
+                    return
+                if got is not None:
+                    seq, jpeg = got
                     feed.shown(seq, last)
                     last = seq
                     head = f"--{BOUNDARY}\r\nContent-Type: image/jpeg\r\nContent-Length: {len(jpeg)}\r\n\r\n"
@@ -96,9 +97,10 @@ async def preview(
 def snapshot(pid: Id, sid: Id, service: ServiceDep, width: Width = None, q: Quality = 5) -> Response:
     """The newest frame of the source's chain output as one JPEG (404 before its first frame)."""
     served = service.get(pid).source(sid)
-    seq, frame = served.preview.latest()
-    if frame is None:
+    api.JpegEncoder(quality=q, max_width=width)  # its options checked first
+    got = served.frame(0, width, q)
+    if got is None:
         raise UnknownError(f"source '{sid}' has given no frame yet")
-    jpeg = api.JpegEncoder(quality=q, max_width=width).encode(frame)
+    seq, jpeg = got
     served.preview.shown(seq, 0)
     return Response(jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})

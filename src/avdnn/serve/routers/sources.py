@@ -44,9 +44,9 @@ def source_history(
         "pipeline": pid,
         "source": sid,
         "interval": INTERVAL,
-        "history": served.history.seconds,
+        "history": service.config.history,
         "now": round(now, 3),
-        "samples": [s.as_dict() for s in served.history.since(seconds, now)],
+        "samples": served.history(seconds, now),
     }
 
 
