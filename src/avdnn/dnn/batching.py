@@ -127,8 +127,9 @@ class Batcher(ABC):
             error = exc
         return self._finish(req, items, outputs, error, batch_no)
 
-    def _run_backend(self, batch: np.ndarray) -> Sequence[np.ndarray]:
-        """The backend's run of one batch, timed (``stats.run_times``: one clock read per batch)."""
+    def _run_backend(self, batch: np.ndarray, ran: Callable[[], None] | None = None) -> Sequence[np.ndarray]:
+        """The backend's run of one batch, timed (``stats.run_times``: one clock read per batch);
+        ``ran`` counts it under the same lock, so that a count read at any moment has its time."""
         started = time.perf_counter()
         try:
             return self.run_batch(batch)
@@ -136,6 +137,8 @@ class Batcher(ABC):
             elapsed = time.perf_counter() - started
             with self._cond:
                 self.stats.run_times.add(elapsed)
+                if ran is not None:
+                    ran()
 
     def _finish(
         self,

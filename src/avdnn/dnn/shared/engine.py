@@ -22,6 +22,7 @@ same requests, buffers, workers, completion and close) with what sharing changes
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -81,28 +82,30 @@ class SharedEngine(Engine):
         self._groups: dict[GroupKey, _Group] = {}
         self._clients: list[Client] = []
         self._timer: threading.Thread | None = None
-        #: items dispatched in batches (reruns not counted again), batches rerun per stream, and
-        #: batches holding items of more than one stream
+        #: batches the backend ran and their items (counted with their run's time, under one lock,
+        #: so any reading has a time for each; reruns not counted again), batches rerun per stream,
+        #: and batches holding items of more than one stream
+        self.batches = 0
         self.inferences = 0
         self.reruns = 0
         self.mixed = 0
-        #: batches dispatched, by their size: ``sizes[n]`` batches of n items (index 0 unused)
+        #: batches run, by their size: ``sizes[n]`` batches of n items (index 0 unused)
         self.sizes = [0] * (self.batch_size + 1)
 
-    def counters(self) -> tuple[int, int, int, int]:
-        """(inferences, batches, reruns, mixed batches), read together."""
+    def counters(self) -> tuple[int, int, int, int, RunTimes, tuple[int, ...]]:
+        """(inferences, batches, reruns, mixed batches, their run times, batches by size: element
+        ``n - 1`` counts the batches of ``n`` items), read together."""
         with self._cond:
-            return self.inferences, self.stats.batches, self.reruns, self.mixed
+            times = RunTimes(list(self.stats.run_times.counts), self.stats.run_times.total)
+            return self.inferences, self.batches, self.reruns, self.mixed, times, tuple(self.sizes[1:])
 
-    def batch_sizes(self) -> tuple[int, ...]:
-        """Batches dispatched by size: element ``n - 1`` counts the batches of ``n`` items."""
-        with self._cond:
-            return tuple(self.sizes[1:])
-
-    def run_times(self) -> RunTimes:
-        """A copy of the backend's time per batch run so far."""
-        with self._cond:
-            return RunTimes(list(self.stats.run_times.counts), self.stats.run_times.total)
+    def _ran(self, items: list[Item]) -> None:
+        """A batch of ``items`` ran (under the lock, with its time)."""
+        self.batches += 1
+        self.inferences += len(items)
+        self.sizes[len(items)] += 1
+        if len({item.task.stream for item in items if item.task is not None}) > 1:
+            self.mixed += 1
 
     # -- clients --------------------------------------------------------------------------
 
@@ -293,10 +296,6 @@ class SharedEngine(Engine):
             if not group.items:
                 del self._groups[key]
             req, batch_no = self._bind(items)
-            self.inferences += n
-            self.sizes[n] += 1
-            if len({item.task.stream for item in items if item.task is not None}) > 1:
-                self.mixed += 1
         self._launch(req, items, batch_no, in_flush=in_flush)
 
     def _time_batches(self) -> None:
@@ -323,13 +322,13 @@ class SharedEngine(Engine):
     # -- running a batch: the per-stream rerun --------------------------------------------
 
     def _run(self, req: Request, items: list[Item], batch: np.ndarray, batch_no: int) -> BaseException | None:
-        outputs, error = self._infer(items, batch, batch_no)
+        outputs, error = self._infer(items, batch, batch_no, ran=functools.partial(self._ran, items))
         if error is not None and len(items) > 1 and as_error(error, "inference") is not None:
             return self._rerun(req, items, batch, batch_no)
         return self._finish(req, items, outputs, error, batch_no)
 
     def _infer(
-        self, items: list[Item], batch: np.ndarray, batch_no: int
+        self, items: list[Item], batch: np.ndarray, batch_no: int, ran: Callable[[], None] | None = None
     ) -> tuple[Sequence[np.ndarray] | None, BaseException | None]:
         try:
             if self._faults_on:
@@ -338,7 +337,7 @@ class SharedEngine(Engine):
                     task = item.task
                     assert task is not None
                     self.faults.hit("inference", task.index, stream=task.stream)
-            return self._run_backend(batch), None
+            return self._run_backend(batch, ran), None
         except BaseException as exc:  # noqa: BLE001 - stored on the tasks of the batch
             return None, exc
 

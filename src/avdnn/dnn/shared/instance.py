@@ -208,8 +208,7 @@ class SharedInstance:
     def report(self) -> InstanceReport:
         if self.final is not None:
             return self.final
-        inferences, batches, reruns, mixed = self.engine.counters()
-        times, sizes = self.engine.run_times(), self.engine.batch_sizes()
+        inferences, batches, reruns, mixed, times, sizes = self.engine.counters()
         with self.lock:
             failures = sum(c.failures for c in self._clients)
             streams = tuple(self.labels)
