@@ -29,12 +29,16 @@ from spine_util import (
     skip_kind,
 )
 
+from avdnn._util.offline import no_telemetry
+
 # avdnn.dnn.faults reads $AVDNN_DNN_FAULTS only under this explicit test switch (a variable left in
 # a production environment must not fail real runs); set for the suite and the CLIs it starts
 os.environ["AVDNN_TEST_FAULTS"] = "1"
 
 # the model cache (avdnn.dnn.backends.cache) of the suite and of the CLIs it starts is its own, never
 # the user's: a test session converts each model once, and leaves nothing behind
+no_telemetry()  # OpenVINO's and Ray's usage reports off here too: tests that import them directly
+
 if "AVDNN_CACHE" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="avdnn-test-cache-")
     os.environ["AVDNN_CACHE"] = _cache

@@ -19,6 +19,7 @@ import socket
 import sys
 from typing import Any
 
+from avdnn._util.offline import no_telemetry
 from avdnn.errors import BackendUnavailableError, InvalidArgumentError, from_errno
 
 __all__ = ["import_ray", "is_loopback", "probe"]
@@ -49,6 +50,7 @@ def import_ray(*, loopback: bool = False, hint: str = "pip install 'avdnn[ray]'"
     a Ray imported earlier keeps the setting it was imported with."""
     if loopback and "ray" not in sys.modules:
         os.environ.setdefault(_SWITCH, "0")
+    no_telemetry()
     try:
         import ray
     except ImportError as exc:

@@ -23,6 +23,10 @@ and :mod:`.requests` (the backend class: OpenVINO's infer requests, sync and asy
 
 from __future__ import annotations
 
-from avdnn.dnn.backends.openvino.requests import OpenVINOBackend
+from avdnn._util.offline import no_telemetry
+
+no_telemetry()  # before any module of this package imports openvino (avdnn._util.offline says why)
+
+from avdnn.dnn.backends.openvino.requests import OpenVINOBackend  # noqa: E402
 
 __all__ = ["OpenVINOBackend"]
