@@ -180,21 +180,25 @@ _MAGIC = np.float32(12582912.0)
 _LOW, _HIGH = np.int32(0x4B400000), np.int32(0x4B4000FF)
 
 
-def _write_rounded(src: np.ndarray, dst: np.ndarray) -> None:
-    """``dst`` (uint8, ``src``'s shape) = ``clip(rint(255 * src), 0, 255)``, NaN as 0.
+def _write_rounded(src: np.ndarray, dst: np.ndarray | tuple[np.ndarray, ...]) -> None:
+    """``dst`` (uint8) = ``clip(rint(255 * src), 0, 255)``, NaN as 0; a tuple ``dst`` holds
+    one array per plane of a (C, H, W) ``src``.
 
-    ``src`` (float32) is overwritten: a model's output is read once. By row bands that stay
-    in the core's cache, four passes and the cast: the float32 multiply; a max that finds NaN
-    (rare, cleared then); adding 1.5 * 2**23, which rounds half to even as ``rint`` does and
-    leaves the integer in the low mantissa bits; the clip, on those bits (positive floats
-    order as their bits; -inf and big negatives have the sign bit, +inf and big values more
-    than _HIGH); the cast to uint8 keeps the low byte.
+    ``src`` (float32) is overwritten: a model's output is read once. By row bands (of every
+    plane at once: fewer numpy calls, each a GIL hand-off while another thread fills the next
+    frame) that stay in the core's cache, four passes and the cast: the float32 multiply; a
+    max that finds NaN (rare, cleared then); adding 1.5 * 2**23, which rounds half to even as
+    ``rint`` does and leaves the integer in the low mantissa bits; the clip, on those bits
+    (positive floats order as their bits; -inf and big negatives have the sign bit, +inf and
+    big values more than _HIGH); the cast to uint8 keeps the low byte.
     """
+    planes = isinstance(dst, tuple)
     if not (src.flags.writeable and src.flags.c_contiguous):
-        src = np.array(src, dtype=np.float32)
+        src = np.array(src, dtype=np.float32, order="C")
+    rows, row = (src.shape[1], src[:, 0]) if planes else (src.shape[0], src[0])
     with np.errstate(over="ignore", invalid="ignore"):  # 255 * 1e38 is +inf (255), a signalling NaN 0
-        for band in _bands(src.shape[0], src[0].nbytes):
-            v = src[band]
+        for band in _bands(rows, row.nbytes):
+            v = src[:, band] if planes else src[band]
             np.multiply(v, _F255, out=v)
             top = v.max()
             if top != top:  # the max of a NaN-holding array is NaN: one cheap reduction finds them
@@ -202,7 +206,11 @@ def _write_rounded(src: np.ndarray, dst: np.ndarray) -> None:
             np.add(v, _MAGIC, out=v)
             bits = v.view(np.int32)
             np.clip(bits, _LOW, _HIGH, out=bits)
-            np.copyto(dst[band], bits, casting="unsafe")
+            if isinstance(dst, tuple):
+                for d, b in zip(dst, bits, strict=True):
+                    np.copyto(d[band], b, casting="unsafe")
+            else:
+                np.copyto(dst[band], bits, casting="unsafe")
 
 
 #: Below this many pixels numpy interleaves faster than a trip through libswscale.
@@ -222,17 +230,19 @@ def interleave(chw: np.ndarray, fmt: str = "rgb24") -> av.VideoFrame:
     _, height, width = chw.shape
     if height * width < _SWS_INTERLEAVE_MIN:
         frame = av.VideoFrame(width, height, fmt)
-        planes = chw if chw.dtype == np.uint8 else np.empty(chw.shape, dtype=np.uint8)
-        if planes is not chw:
-            _write_rounded(chw, planes)
-        np.copyto(av_planes(frame)[0], planes.transpose(1, 2, 0))
+        u8 = chw if chw.dtype == np.uint8 else np.empty(chw.shape, dtype=np.uint8)
+        if u8 is not chw:
+            _write_rounded(chw, u8)
+        np.copyto(av_planes(frame)[0], u8.transpose(1, 2, 0))
         return frame
     gbrp = _gbrp_frame(width, height)
-    for dst, k in zip(av_planes(gbrp), _GBRP_FROM[fmt], strict=True):
-        if chw.dtype == np.uint8:
-            np.copyto(dst, chw[k])
-        else:
-            _write_rounded(chw[k], dst)
+    planes = av_planes(gbrp)
+    dsts = tuple(planes[_GBRP_FROM[fmt].index(c)] for c in range(3))  # the gbrp plane of each model plane
+    if chw.dtype == np.uint8:
+        for dst, plane in zip(dsts, chw, strict=True):
+            np.copyto(dst, plane)
+    else:
+        _write_rounded(chw, dsts)
     return swscale.reformat(gbrp, format=fmt)
 
 
