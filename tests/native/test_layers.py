@@ -138,6 +138,18 @@ def test_mirror_pad() -> None:
         MirrorPad(1, ((0, 0), (3, 0), (0, 0), (0, 0)), 0, 1).forward(X)
 
 
+@pytest.mark.parametrize("y", [2.3, -1.0, 0.0, -0.0, np.inf, -np.inf, np.nan])
+def test_maximum_is_cs_comparison_bit_for_bit(y: float) -> None:
+    """FFmpeg's ``in > y ? in : y`` on every kind of float: NaN inputs give y, a NaN y gives
+    NaN, and of two zeros the one C picks (fmax, where it is the same float, is faster)."""
+    bits = np.arange(0, 2**32, 65521, dtype=np.uint64).astype(np.uint32)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, y, -y], F)
+    x = np.concatenate([bits.view(F), specials]).reshape(1, 1, -1, 1)
+    with np.errstate(invalid="ignore"):
+        want = np.where(x > F(y), x, F(y))
+    assert np.array_equal(Maximum(y, 0, 1).forward(x).view(np.uint32), want.view(np.uint32))
+
+
 def test_maximum_and_floormod() -> None:
     x = np.array([-3, 2.5, 2, -2.1, 7.8, 100, np.nan], F).reshape(1, 1, 7, 1)
     assert np.array_equal(Maximum(2.3, 0, 1).forward(x).ravel(), np.array([2.3, 2.5, 2.3, 2.3, 7.8, 100, 2.3], F))

@@ -72,7 +72,7 @@ def test_the_stream_mapping_block_names_each_stream(clip: dict[str, str]) -> Non
     assert got.rc == 0, got.err
     assert (
         "Stream mapping:\n  Stream #0:0 (h264) -> split:default\n"
-        "  hflip:default -> Stream #0:0 (rawvideo)\n  vflip:default -> Stream #0:1 (rawvideo)\n"
+        "  hflip:default -> Stream #0:0 (wrapped_avframe)\n  vflip:default -> Stream #0:1 (wrapped_avframe)\n"
     ) in got.err, got.err
 
 

@@ -115,12 +115,11 @@ class DnnProcessingFilter(DnnFilter):
         fmt = canonical(frame.format)
 
         def post(outputs: list[Any]) -> Frame:
-            main = io_proc.read_tensor(outputs[0], out_info, fmt)
-            if main.shape[1] != out_w or main.shape[0] != out_h:
+            height, width = io_proc.check_output(outputs[0], out_info, fmt)
+            if width != out_w or height != out_h:
                 raise IOFailureError(
-                    f"the model gave {main.shape[1]}x{main.shape[0]} for a frame configured to {out_w}x{out_h}",
-                    pts=frame.pts,
+                    f"the model gave {width}x{height} for a frame configured to {out_w}x{out_h}", pts=frame.pts
                 )
-            return io_proc.output_frame(frame, main, chroma_from=source)
+            return io_proc.output_frame(frame, io_proc.picture(outputs[0], out_info, fmt), chroma_from=source)
 
         return self.submit(frame, [self.model.frame_item(io_proc.model_plane(source), post)])

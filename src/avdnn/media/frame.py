@@ -144,6 +144,26 @@ class Frame:
         out._color = self._color_props()
         return out
 
+    def with_av(self, frame: av.VideoFrame) -> Frame:
+        """A new frame wrapping ``frame`` (other pixels, size or format) with this frame's
+        timing, side data and colour properties: pixels written straight into a PyAV frame
+        leave with no further copy (:meth:`to_av` hands ``frame`` itself on)."""
+        color = self._color_props()
+        if color is not None:
+            frame.color_range, frame.colorspace, frame.color_primaries, frame.color_trc = color
+        return Frame(
+            None,
+            frame.format.name,
+            frame.width,
+            frame.height,
+            pts=self.pts,
+            time_base=self.time_base,
+            duration=self.duration,
+            sample_aspect_ratio=self.sample_aspect_ratio,
+            side_data=self.side_data.copy(),
+            av_frame=frame,
+        )
+
     # -- pixels ---------------------------------------------------------------------------
 
     @property
@@ -240,6 +260,11 @@ def _check_planes(spec: PixFmt, planes: list[np.ndarray], width: int, height: in
             )
         if plane.dtype != spec.dtype:
             raise InvalidArgumentError(f"{spec.name} plane {i} must be {spec.dtype}, got {plane.dtype}")
+
+
+def av_planes(frame: av.VideoFrame) -> list[np.ndarray]:
+    """Writable numpy views of a PyAV frame's planes, shaped as :attr:`Frame.planes` (no copy)."""
+    return _av_planes(frame, lookup(frame.format.name))
 
 
 def _av_planes(frame: av.VideoFrame, spec: PixFmt) -> list[np.ndarray]:

@@ -43,7 +43,10 @@ class Maximum(Layer):
 
     def forward(self, *xs: np.ndarray) -> np.ndarray:
         y = F32(self.y)
-        return np.where(xs[0] > y, xs[0], y)
+        if y == 0 or np.isnan(y):  # which zero, or the NaN: only C's comparison says
+            return np.where(xs[0] > y, xs[0], y)
+        out: np.ndarray = np.fmax(xs[0], y)  # the same float (fmax drops a NaN input for y): one pass, not two
+        return out
 
 
 def _binary(op: int, a: np.ndarray | np.float32, b: np.ndarray | np.float32, layer: Layer) -> np.ndarray:

@@ -206,8 +206,6 @@ class Muxer:
         codec, encoder = self._guess(media_type)
         if codec is None:
             return None
-        if media_type == "video" and encoder == "wrapped_avframe":
-            return "rawvideo"  # -f null: raw frames, as good as wrapped ones to a muxer that drops them
         return encoder or codec
 
     def video_encoder(self) -> str:
@@ -215,8 +213,6 @@ class Muxer:
         if self._hash is not None:
             return "rawvideo"
         codec, encoder = self._guess("video")
-        if encoder == "wrapped_avframe":
-            return "rawvideo"
         if encoder is None:
             raise NotFoundError(
                 f"Automatic encoder selection failed Default encoder for format {self.format_name} "
