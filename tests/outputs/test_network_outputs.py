@@ -61,9 +61,16 @@ def test_every_frame_reaches_a_listening_ffmpeg(proto: str, ffmpeg: str, clip: d
 
 
 def test_udp_output_reaches_a_bound_ffmpeg(ffmpeg: str, clip: dict[str, str], tmp_path: Path) -> None:
-    """UDP has no end of stream: the receiver ends 3 s after the last datagram (its -timeout)."""
+    """UDP has no end of stream: the receiver ends 3 s after the last datagram (its -timeout).
+
+    Loopback drops a datagram when the receiving socket's buffer is full, which a busy machine's
+    receiver can let happen under the sender's bursts (its initial -re burst, x264's flush at the
+    end): the receiver asks for a 4 MiB socket buffer (``buffer_size``, within net.core.rmem_max
+    here) so that what is measured is the sender, not the scheduler.
+    """
     port = free_port()
-    with Receiver(ffmpeg, f"udp://127.0.0.1:{port}", tmp_path / "got.framemd5", ["-timeout", "3000000"]) as rx:
+    listen = f"udp://127.0.0.1:{port}?buffer_size=4194304"
+    with Receiver(ffmpeg, listen, tmp_path / "got.framemd5", ["-timeout", "3000000"]) as rx:
         wait_socket(port, udp=True)
         url = f"udp://127.0.0.1:{port}"
         sent = run_cli(["-hide_banner", "-re", "-i", clip["carphone"], *LOSSLESS, "-f", "mpegts", url])
