@@ -55,7 +55,8 @@ def frames(clip: str, count: int) -> list[np.ndarray]:
     return calibration_frames(sample(clip), count)
 
 
-def load(config: str) -> tuple[Any, str]:
+def load(config: str, nireq: int = 1) -> tuple[Any, str]:
+    """The SSD as ``config`` says (kind_precision), with ``nireq`` requests (1: one synchronous, latency)."""
     kind, precision = config.split("_")
     outputs = SSD_OUTPUTS if kind == "whole" else SSD_CUT
     model = OpenVINOBackend.load(
@@ -65,6 +66,7 @@ def load(config: str) -> tuple[Any, str]:
             input_name="image_tensor",
             output_names=tuple(outputs.split("&")),
             options={"precision": precision},
+            nireq=nireq,
         )
     )
     return model, "tf" if kind == "whole" else "tf_ssd"
