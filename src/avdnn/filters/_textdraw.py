@@ -196,6 +196,22 @@ class TextRenderer:
         return frame.with_planes(planes)
 
 
+
+def label_renderer(values: dict[str, Any], boxcolor: str, *, label: str) -> TextRenderer | None:
+    """The boxed labels a drawing filter puts by its shapes, from its ``text``, ``fontsize``,
+    ``fontcolor``, ``boxcolor`` and ``fontfile`` options (None with ``text=0``)."""
+    if not values.get("text", True):
+        return None
+    style = {
+        "fontcolor": values.get("fontcolor") or "black",
+        "boxcolor": values.get("boxcolor") or boxcolor,
+        "box": True,
+        "boxborderw": "3",
+        "fontfile": values.get("fontfile"),
+    }
+    return TextRenderer(style, int(values.get("fontsize") or 16), label=label)
+
+
 def _subsample(mask: np.ndarray, log2_w: int, log2_h: int, shape: tuple[int, ...]) -> np.ndarray:
     """The mean of ``mask`` over each chroma sample's block, as a (h, w) array of ``shape``."""
     if not log2_w and not log2_h:

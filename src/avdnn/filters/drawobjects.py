@@ -59,19 +59,8 @@ class DrawObjectsFilter(Filter):
         self.opacity = float(values.get("mask_opacity", 0.4))
         self.radius = int(values.get("radius", 3))
         self.threshold = float(values.get("keypoint_threshold", 0.3))
-        style = {
-            "fontcolor": values.get("fontcolor") or "black",
-            "boxcolor": values.get("boxcolor") or "white",
-            "box": True,
-            "boxborderw": "3",
-            "fontfile": values.get("fontfile"),
-        }
         self._samples: dict[tuple[str, tuple[int, int, int, int]], list[np.ndarray]] = {}
-        self.renderer = (
-            _textdraw.TextRenderer(style, int(values.get("fontsize") or 16), label=self.label)
-            if values.get("text", True)
-            else None
-        )
+        self.renderer = _textdraw.label_renderer(values, "white", label=self.label)
 
     def _colour(self, det: Detections, i: int) -> tuple[int, int, int, int]:
         if self.fixed is not None:

@@ -49,16 +49,7 @@ class DrawZonesFilter(Filter):
         self.rgba = _textdraw.parse_color(str(values.get("color") or "yellow"), self.label, "color")
         self.thickness = int(values.get("thickness") or 2)
         self.fill = float(values.get("fill") or 0.0)
-        self.fontsize = int(values.get("fontsize") or 16)
-        self.text = bool(values.get("text", True))
-        style = {
-            "fontcolor": values.get("fontcolor") or "black",
-            "boxcolor": values.get("boxcolor") or "yellow",
-            "box": True,
-            "boxborderw": "3",
-            "fontfile": values.get("fontfile"),
-        }
-        self.renderer = _textdraw.TextRenderer(style, self.fontsize, label=self.label) if self.text else None
+        self.renderer = _textdraw.label_renderer(values, "yellow", label=self.label)
         self._layers: dict[tuple[Any, ...], _textdraw.Layer] = {}
 
     def filter(self, frame: Frame) -> list[Frame]:
