@@ -76,6 +76,16 @@ def test_filters_without_a_field_keep_their_text() -> None:
     assert fill_fields("scale=8:8,null", {"stem": "x"}).chain == "scale=8:8,null"
 
 
+def test_a_filled_filter_keeps_its_graph_labels_as_the_parser_read_them() -> None:
+    """A label holding an escaped ``]`` is written back escaped (it was written raw: another graph)."""
+    from avdnn.graph.links import parse_graph
+
+    graph = "[0:v]split[a\\]b][c];[a\\]b]metadata_jsonl=file=o/{stem}.jsonl[out];[c]null[d]"
+    filled = fill_fields(graph, {"stem": "s"}, graph=True)
+    assert filled.chain == "[0:v]split[a\\]b][c];[a\\]b]metadata_jsonl=file=o/s.jsonl[out];[c]null[d]"
+    assert parse_graph(filled.chain) == parse_graph(graph.replace("{stem}", "s"))
+
+
 def test_field_format_specs_and_other_braces() -> None:
     values = fields("/d/in/a,b.mp4", 7)
     got = fill_fields("drawtext=text='%{pts} {name} {index\\:03d} {nope}'", values)

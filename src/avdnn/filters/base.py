@@ -51,6 +51,17 @@ class Filter:
                 return opt
         raise KeyError(name)
 
+    @classmethod
+    def option_given(cls, key: str | None, nth: int) -> Option | None:
+        """The option a value of the arguments goes to: by name, or (``key`` None) the ``nth``
+        positional one in FFmpeg's order; None for neither."""
+        if key is None:
+            return cls.options[nth] if nth < len(cls.options) else None
+        try:
+            return cls.option(key)
+        except KeyError:
+            return None
+
     # -- hooks ----------------------------------------------------------------------------
 
     def configure(self, frame: Frame) -> None:

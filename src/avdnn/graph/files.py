@@ -16,21 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from avdnn.filters.base import Filter
-from avdnn.filters.options import Option
 from avdnn.filters.registry import get_filter
 from avdnn.graph.chain import takes
 from avdnn.graph.links import parse_graph
-from avdnn.graph.parse import (
-    FilterSpec,
-    _escape,
-    _skip_ws,
-    escape_value,
-    format_chain,
-    parse_chain,
-    parse_filter,
-    split_options,
-)
+from avdnn.graph.parse import FilterSpec, _escape, format_options, parse_chain, rewrite_filters, split_options
 from avdnn.media.libav import fileopts
 from avdnn.media.libav.filteropts import filter_options, positional_names
 
@@ -66,34 +55,15 @@ def place_files(text: str, place: Place, *, graph: bool, avdnn: bool = True) -> 
     text; a graph that does not parse raises the parser's error.
     """
     parse_graph(text) if graph else parse_chain(text)  # a graph the parser refuses fails here, as it would
-    out: list[str] = []
-    pos = _skip_ws(text, 0)
-    out.append(text[:pos])
-    while pos < len(text):
-        start = pos
-        spec, inputs, outputs, pos = parse_filter(text, pos)
-        args = _avdnn_args(spec, place) if avdnn and takes(spec) else _lavfi_args(spec, place)
-        if args is None:
-            out.append(text[start:pos])
-        else:
-            labels_in = "".join(f"[{_escape(label, ']')}]" for label in inputs)
-            labels_out = "".join(f"[{_escape(label, ']')}]" for label in outputs)
-            out.append(labels_in + format_chain([FilterSpec(spec.name, spec.instance, args)]) + labels_out)
-        if pos < len(text):  # the ',' or ';' after it (the parse above refused anything else)
-            nxt = _skip_ws(text, pos + 1)
-            out.append(text[pos:nxt])
-            pos = nxt
-    return "".join(out)
+    return rewrite_filters(
+        text, lambda spec: _avdnn_args(spec, place) if avdnn and takes(spec) else _lavfi_args(spec, place)
+    )
 
 
 def format_dict(values: dict[str, str]) -> str:
     """An AVOption dictionary value (``k=v:k2=v2``, as ``av_dict_parse_string`` reads it) of ``values``:
     what a filter's ``format_opts`` takes, before the option level's own escaping."""
     return ":".join(f"{_escape(k, ':=')}={_escape(v, ':=')}" for k, v in values.items())
-
-
-def _write(items: list[tuple[str | None, str]]) -> str:
-    return ":".join(escape_value(v) if k is None else f"{k}={escape_value(v)}" for k, v in items)
 
 
 def _avdnn_args(spec: FilterSpec, place: Place) -> str | None:
@@ -105,7 +75,7 @@ def _avdnn_args(spec: FilterSpec, place: Place) -> str | None:
     new: list[tuple[str | None, str]] = []
     nth = 0
     for key, value in items:
-        opt = _option(cls, key, nth)
+        opt = cls.option_given(key, nth)
         nth += key is None
         if opt is not None and (opt.reads or opt.writes):
             kind = fileopts.MODEL if opt.name == "model" else fileopts.WRITE if opt.writes else fileopts.READ
@@ -114,17 +84,7 @@ def _avdnn_args(spec: FilterSpec, place: Place) -> str | None:
         elif opt is not None and opt.name in ("extra_inputs", "backend_configs"):
             value = _extra_inputs(spec.label, opt.name, value, place)
         new.append((key, value))
-    return None if new == items else _write(new)
-
-
-def _option(cls: type[Filter], key: str | None, nth: int) -> Option | None:
-    """The option a value goes to: by name, or the ``nth`` positional one (FFmpeg's order)."""
-    if key is None:
-        return cls.options[nth] if nth < len(cls.options) else None
-    try:
-        return cls.option(key)
-    except KeyError:
-        return None
+    return None if new == items else format_options(new)
 
 
 def _extra_inputs(label: str, option: str, value: str, place: Place) -> str:
@@ -178,4 +138,4 @@ def _lavfi_args(spec: FilterSpec, place: Place) -> str | None:
         got = place(NamedFile(spec.label, name, None, opt.kind, default))
         if got is not None:
             new.append((name, got))
-    return None if new == items else _write(new)
+    return None if new == items else format_options(new)

@@ -268,3 +268,32 @@ def format_chain(specs: list[FilterSpec]) -> str:
             part += "=" + _escape(spec.args, _ARGS_TERMS)
         parts.append(part)
     return ",".join(parts)
+
+
+def format_options(items: list[tuple[str | None, str]]) -> str:
+    """A filter's arguments from (key, value) items (key None: positional), each value escaped."""
+    return ":".join(escape_value(v) if k is None else f"{k}={escape_value(v)}" for k, v in items)
+
+
+def rewrite_filters(text: str, rewrite: Callable[[FilterSpec], str | None]) -> str:
+    """``text`` (a chain, or a graph with its labels) with each filter's arguments replaced by
+    ``rewrite``'s answer, written back escaped; a filter it answers None for keeps its text, as do
+    the labels, separators and spacing. The caller has parsed ``text`` whole (its errors first)."""
+    out: list[str] = []
+    pos = _skip_ws(text, 0)
+    out.append(text[:pos])
+    while pos < len(text):
+        start = pos
+        spec, inputs, outputs, pos = parse_filter(text, pos)
+        args = rewrite(spec)
+        if args is None:
+            out.append(text[start:pos])
+        else:
+            labels_in = "".join(f"[{_escape(label, ']')}]" for label in inputs)
+            labels_out = "".join(f"[{_escape(label, ']')}]" for label in outputs)
+            out.append(labels_in + format_chain([FilterSpec(spec.name, spec.instance, args)]) + labels_out)
+        if pos < len(text):  # the ',' or ';' after it (the parse before refused anything else)
+            nxt = _skip_ws(text, pos + 1)
+            out.append(text[pos:nxt])
+            pos = nxt
+    return "".join(out)

@@ -21,19 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from avdnn.errors import InvalidArgumentError
-from avdnn.filters.base import Filter
-from avdnn.filters.options import Option
 from avdnn.filters.registry import get_filter, is_avdnn_filter
 from avdnn.graph.links import parse_graph
-from avdnn.graph.parse import (
-    FilterSpec,
-    _skip_ws,
-    escape_value,
-    format_chain,
-    parse_chain,
-    parse_filter,
-    split_options,
-)
+from avdnn.graph.parse import FilterSpec, format_options, parse_chain, rewrite_filters, split_options
 
 __all__ = ["Filled", "fill_fields"]
 
@@ -64,27 +54,16 @@ def fill_fields(
         parse_graph(chain)  # a graph the parser refuses fails here, with its own message
     else:
         parse_chain(chain)
-    out: list[str] = []
     writes: list[str] = []
     writers: list[str] = []
-    pos = _skip_ws(chain, 0)
-    out.append(chain[:pos])
-    while pos < len(chain):
-        start = pos
-        spec, inputs, outputs, pos = parse_filter(chain, pos)
+
+    def fill(spec: FilterSpec) -> str | None:
         args = _fill_args(spec, pattern, values, place, writes)
-        writers += [spec.label] * (len(writes) - len(writers))
-        if args is None:
-            out.append(chain[start:pos])
-        else:
-            labels_in = "".join(f"[{label}]" for label in inputs)
-            labels_out = "".join(f"[{label}]" for label in outputs)
-            out.append(labels_in + format_chain([FilterSpec(spec.name, spec.instance, args)]) + labels_out)
-        if pos < len(chain):  # the ',' (or a graph's ';') between filters: the parser refused anything else
-            nxt = _skip_ws(chain, pos + 1)
-            out.append(chain[pos:nxt])
-            pos = nxt
-    return Filled("".join(out), tuple(writes), tuple(writers))
+        writers.extend([spec.label] * (len(writes) - len(writers)))
+        return args
+
+    filled = rewrite_filters(chain, fill)
+    return Filled(filled, tuple(writes), tuple(writers))
 
 
 def _field_pattern(values: Mapping[str, object]) -> re.Pattern[str] | None:
@@ -113,7 +92,7 @@ def _fill_args(
     new: list[tuple[str | None, str]] = []
     nth = 0
     for key, value in items:
-        opt = _option(cls, key, nth)
+        opt = cls.option_given(key, nth) if cls is not None else None
         nth += key is None
         name = opt.name if opt is not None else key
         filled = value
@@ -134,19 +113,7 @@ def _fill_args(
         new.append((key, filled))
     if not changed:
         return None
-    return ":".join(escape_value(v) if k is None else f"{k}={escape_value(v)}" for k, v in new)
-
-
-def _option(cls: type[Filter] | None, key: str | None, nth: int) -> Option | None:
-    """The avdnn option a value goes to: by name, or the ``nth`` positional one (FFmpeg's order)."""
-    if cls is None:
-        return None
-    if key is None:
-        return cls.options[nth] if nth < len(cls.options) else None
-    try:
-        return cls.option(key)
-    except KeyError:
-        return None
+    return format_options(new)
 
 
 def _format(match: re.Match[str], values: Mapping[str, object], label: str) -> str:
