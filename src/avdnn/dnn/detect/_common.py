@@ -45,10 +45,25 @@ def rows(output: np.ndarray, width: int | None, model_type: str, what: str) -> n
     return arr.reshape(-1, width) if width is not None else arr.reshape(-1)
 
 
+def table(output: np.ndarray, model_type: str, want: str = "[1, N, D] or [1, D, N]") -> np.ndarray:
+    """Output 0 as a 2-D float32 table; every leading dimension must be 1 (``want`` names the shape)."""
+    arr = as_float(output, model_type, 0)
+    if arr.ndim < 2 or any(d != 1 for d in arr.shape[:-2]):
+        raise InvalidDataError(f"{model_type}: output 0 must have shape {want}, got {tuple(arr.shape)}")
+    return arr.reshape(arr.shape[-2:])
+
+
 def check_some_finite(scores: np.ndarray, model_type: str, what: str = "scores") -> None:
     """A score tensor with values but no finite one is garbage, not 'nothing detected'."""
     if scores.size and not np.isfinite(scores).any():
         raise InvalidDataError(f"{model_type}: every one of the {scores.size} {what} is NaN or inf")
+
+
+def best_class(cls_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(class id, score) of the best class per row; NaN scores never win."""
+    s = np.where(np.isnan(cls_scores), -np.inf, cls_scores)
+    best = s.argmax(axis=1)
+    return best, cls_scores[np.arange(s.shape[0]), best]
 
 
 def score_mask(scores: np.ndarray, threshold: float) -> np.ndarray:

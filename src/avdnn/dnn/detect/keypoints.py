@@ -114,10 +114,7 @@ def parse_yolov8_pose(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Dete
     Greedy NMS, the keypoints going with their box."""
     if not outputs:
         raise InvalidDataError("yolov8_pose: expected one output [1, 4 + nc + 3K, N], got none")
-    t = c.as_float(outputs[0], "yolov8_pose", 0)
-    if t.ndim < 2 or any(d != 1 for d in t.shape[:-2]):
-        raise InvalidDataError(f"yolov8_pose: output 0 must have shape [1, D, N], got {tuple(t.shape)}")
-    t = np.asarray(t.reshape(t.shape[-2], t.shape[-1]))
+    t = c.table(outputs[0], "yolov8_pose", "[1, D, N]")
     rows: np.ndarray = t.T if t.shape[0] <= t.shape[1] else t
     nc = ctx.nb_classes or 1
     extra = rows.shape[1] - 4 - nc
@@ -128,8 +125,8 @@ def parse_yolov8_pose(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Dete
         )
     k = extra // 3
     cls_scores = rows[:, 4 : 4 + nc]
-    cls = np.where(np.isnan(cls_scores), -np.inf, cls_scores).argmax(axis=1)
-    score = cls_scores[np.arange(rows.shape[0]), cls].astype(np.float32)
+    cls, best = c.best_class(cls_scores)
+    score = best.astype(np.float32)
     c.check_some_finite(score, "yolov8_pose")
     keep = c.score_mask(score, ctx.confidence)
     r = rows[keep]

@@ -93,10 +93,7 @@ def parse_yolov8_obb(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detec
     """``yolov8_obb``: see the module docstring."""
     if not outputs:
         raise InvalidDataError("yolov8_obb: expected one output [1, 4 + nc + 1, N], got none")
-    t = c.as_float(outputs[0], "yolov8_obb", 0)
-    if t.ndim < 2 or any(d != 1 for d in t.shape[:-2]):
-        raise InvalidDataError(f"yolov8_obb: output 0 must have shape [1, D, N], got {tuple(t.shape)}")
-    t = np.asarray(t.reshape(t.shape[-2], t.shape[-1]))
+    t = c.table(outputs[0], "yolov8_obb", "[1, D, N]")
     want = 5 + ctx.nb_classes if ctx.nb_classes else None
     rows: np.ndarray = t.T if (t.shape[0] == want if want else t.shape[0] <= t.shape[1]) else t
     nc = rows.shape[1] - 5
@@ -106,8 +103,8 @@ def parse_yolov8_obb(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detec
             f"got shape {tuple(np.shape(outputs[0]))}"
         )
     cls_scores = rows[:, 4 : 4 + nc]
-    cls = np.where(np.isnan(cls_scores), -np.inf, cls_scores).argmax(axis=1)
-    score = cls_scores[np.arange(rows.shape[0]), cls].astype(np.float32)
+    cls, best = c.best_class(cls_scores)
+    score = best.astype(np.float32)
     c.check_some_finite(score, "yolov8_obb")
     keep = np.flatnonzero(c.score_mask(score, ctx.confidence))
     r = np.nan_to_num(np.concatenate([rows[keep, :4], rows[keep, -1:]], axis=1)).astype(np.float64)

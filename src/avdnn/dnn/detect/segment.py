@@ -111,8 +111,8 @@ def parse_yolov8_seg(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detec
             f"got shape {tuple(arrs[preds_i[0]].shape)}"
         )
     cls_scores = rows[:, 4 : 4 + nc]
-    cls = np.where(np.isnan(cls_scores), -np.inf, cls_scores).argmax(axis=1)
-    score = cls_scores[np.arange(rows.shape[0]), cls].astype(np.float32)
+    cls, best = c.best_class(cls_scores)
+    score = best.astype(np.float32)
     c.check_some_finite(score, "yolov8_seg")
     keep = c.score_mask(score, ctx.confidence)
     r = rows[keep]

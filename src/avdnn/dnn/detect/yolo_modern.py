@@ -17,21 +17,6 @@ from avdnn.errors import InvalidDataError
 from avdnn.media.detections import Detections
 
 
-def _rows3(output: np.ndarray, model_type: str) -> np.ndarray:
-    """Output 0 as a 2-D (A, B) table; leading dimensions must be 1."""
-    arr = c.as_float(output, model_type, 0)
-    if arr.ndim < 2 or any(d != 1 for d in arr.shape[:-2]):
-        raise InvalidDataError(f"{model_type}: output 0 must have shape [1, N, D] or [1, D, N], got {tuple(arr.shape)}")
-    return arr.reshape(arr.shape[-2:])
-
-
-def _best_class(cls_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(class id, score) of the best class per row; NaN scores never win."""
-    s = np.where(np.isnan(cls_scores), -np.inf, cls_scores)
-    best = s.argmax(axis=1)
-    return best, cls_scores[np.arange(s.shape[0]), best]
-
-
 def _finish(ctx: DetectContext, model_type: str, cxcywh: np.ndarray, score: np.ndarray, cls: np.ndarray) -> Detections:
     c.check_some_finite(score, model_type)
     keep = c.score_mask(score, ctx.confidence)
@@ -52,9 +37,9 @@ def parse_yolov5(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detection
 
     Also YOLOv7 and YOLOX exported with its decoding in the graph.
     """
-    t = _rows3(outputs[0] if outputs else np.zeros(0), "yolov5")
+    t = c.table(outputs[0] if outputs else np.zeros(0), "yolov5")
     _check_classes(ctx, "yolov5", t.shape[1] - 5, tuple(np.shape(outputs[0])), 5)
-    cls, cls_score = _best_class(t[:, 5:])
+    cls, cls_score = c.best_class(t[:, 5:])
     return _finish(ctx, "yolov5", t[:, :4], (t[:, 4] * cls_score).astype(np.float32), cls)
 
 
@@ -65,7 +50,7 @@ def parse_yolov8(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detection
     """
     if not outputs:
         raise InvalidDataError("yolov8: expected one output [1, 4 + nc, N], got none")
-    t = _rows3(outputs[0], "yolov8")
+    t = c.table(outputs[0], "yolov8")
     a, b = t.shape
     if ctx.nb_classes:
         want = 4 + ctx.nb_classes
@@ -78,7 +63,7 @@ def parse_yolov8(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detection
     else:
         rows = t.T if a <= b else t
     _check_classes(ctx, "yolov8", rows.shape[1] - 4, tuple(np.shape(outputs[0])), 4)
-    cls, score = _best_class(rows[:, 4:])
+    cls, score = c.best_class(rows[:, 4:])
     return _finish(ctx, "yolov8", rows[:, :4], score.astype(np.float32), cls)
 
 
@@ -99,7 +84,7 @@ def parse_yolox(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections
     """
     if not outputs:
         raise InvalidDataError("yolox: expected one output [1, N, 5 + nc], got none")
-    t = _rows3(outputs[0], "yolox")
+    t = c.table(outputs[0], "yolox")
     _check_classes(ctx, "yolox", t.shape[1] - 5, tuple(np.shape(outputs[0])), 5)
     strides = ctx.strides or (8, 16, 32)
     grid, stride = yolox_grid(ctx.input_width, ctx.input_height, strides)
@@ -112,5 +97,5 @@ def parse_yolox(outputs: Sequence[np.ndarray], ctx: DetectContext) -> Detections
     with np.errstate(over="ignore"):
         xy = (t[:, :2] + grid) * stride[:, None]
         wh = np.exp(t[:, 2:4].astype(np.float64)).astype(np.float32) * stride[:, None]
-    cls, cls_score = _best_class(t[:, 5:])
+    cls, cls_score = c.best_class(t[:, 5:])
     return _finish(ctx, "yolox", np.concatenate([xy, wh], axis=1), (t[:, 4] * cls_score).astype(np.float32), cls)
