@@ -196,7 +196,6 @@ class TextRenderer:
         return frame.with_planes(planes)
 
 
-
 def label_renderer(values: dict[str, Any], boxcolor: str, *, label: str) -> TextRenderer | None:
     """The boxed labels a drawing filter puts by its shapes, from its ``text``, ``fontsize``,
     ``fontcolor``, ``boxcolor`` and ``fontfile`` options (None with ``text=0``)."""
